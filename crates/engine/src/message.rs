@@ -267,6 +267,9 @@ impl Message {
         let what = what(method, kind);
         let w = what.as_str();
         let v = method.version;
+        if kind.is_all_hex() {
+            json::require_hex_prefix(w, bytes)?;
+        }
         Ok(match kind {
             MessageKind::NewPayload => Message::NewPayload(match v {
                 1 => NewPayload::Paris(json::from_slice::<One<ExecutionPayloadV1>>(w, bytes)?.0.0),
@@ -311,7 +314,9 @@ impl Message {
                     NewPayload::Amsterdam(p, h, r, q)
                 }
             }),
-            MessageKind::PayloadStatus => Message::PayloadStatus(json::from_slice(w, bytes)?),
+            MessageKind::PayloadStatus => {
+                Message::PayloadStatus(json::from_slice(w, &invalid_block_hash_as_invalid(bytes))?)
+            }
             MessageKind::Forkchoice => {
                 let FcuParams(state, attributes) = json::from_slice(w, bytes)?;
                 Message::Forkchoice(Forkchoice {
@@ -672,6 +677,20 @@ impl Message {
             self,
             Message::Blobs(Blobs::V2(None) | Blobs::V3(None) | Blobs::V4(None))
         )
+    }
+}
+
+/// `INVALID_BLOCK_HASH` (newPayloadV1 only) is `INVALID` everywhere else, REST included.
+fn invalid_block_hash_as_invalid(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const OLD: &[u8] = b"\"INVALID_BLOCK_HASH\"";
+    match memchr::memmem::find(bytes, OLD) {
+        None => std::borrow::Cow::Borrowed(bytes),
+        Some(at) => {
+            let mut fixed = bytes[..at].to_vec();
+            fixed.extend_from_slice(b"\"INVALID\"");
+            fixed.extend_from_slice(&bytes[at + OLD.len()..]);
+            std::borrow::Cow::Owned(fixed)
+        }
     }
 }
 

@@ -238,6 +238,18 @@ impl MessageKind {
             .find(|kind| kind.name() == name)
     }
 
+    /// True for the messages whose JSON string values are all hex DATA or QUANTITY (no status
+    /// words, error texts or client names).
+    pub const fn is_all_hex(self) -> bool {
+        !matches!(
+            self,
+            MessageKind::PayloadStatus
+                | MessageKind::ForkchoiceResponse
+                | MessageKind::Capabilities
+                | MessageKind::ClientVersion
+        )
+    }
+
     /// True for the messages a CL sends; false for the answers.
     pub const fn is_request(self) -> bool {
         matches!(
