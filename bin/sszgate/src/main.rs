@@ -1,1 +1,54 @@
-fn main() {}
+//! `sszgate`: the command-line front of the sszgate library crates.
+//!
+//! This file parses arguments, sets up the process and calls into the libraries; it holds no
+//! Engine API logic. Errors are printed with their whole chain and exit code 1; usage errors
+//! exit 2 (clap's); a closed stdout (`sszgate … | head`) is not an error.
+
+mod convert;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// An Engine API gateway between consensus and execution clients.
+///
+/// sszgate relays and records Engine API calls, bridges REST-SSZ and JSON-RPC, drives an
+/// execution client like a consensus client would, measures codecs on real mainnet data and
+/// verifies what crosses the link.
+#[derive(Debug, Parser)]
+#[command(name = "sszgate", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Planned, not yet available: proxy, drive, devnet, bench, report, verify.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert one Engine API message between its JSON-RPC and REST-SSZ forms.
+    Convert(convert::ConvertArgs),
+    /// Print the JSON-RPC ⇄ REST-SSZ method table.
+    Methods,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Convert(args) => convert::run(args),
+        Command::Methods => convert::print_methods(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("sszgate: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

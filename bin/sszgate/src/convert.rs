@@ -1,0 +1,198 @@
+//! `sszgate convert` and `sszgate methods`: one message between its JSON-RPC and REST forms,
+//! and the method table, for people debugging a capture or writing a client.
+
+use std::{
+    fs,
+    io::{self, IsTerminal, Read, Write},
+    path::PathBuf,
+};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use sszgate_engine::{
+    Fork, METHODS, Message, MessageKind, MethodSpec,
+    method::{self, Family},
+};
+
+/// The encodings `convert` reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Form {
+    /// JSON-RPC: the params array of a request, the result of an answer.
+    Json,
+    /// REST body bytes (SSZ; JSON for capabilities and identity).
+    Ssz,
+    /// REST body bytes as 0x-hex text.
+    Hex,
+}
+
+/// Arguments of `sszgate convert`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Messages: new-payload, payload-status, forkchoice, forkchoice-response, built-payload,
+bodies-by-hash, bodies, blobs-request, blobs-response, capabilities, client-version,
+or a JSON-RPC method name (engine_getPayloadV5 …), which picks the version too.
+
+Examples:
+  sszgate convert --message engine_newPayloadV4 --fork prague params.json > envelope.ssz
+  sszgate convert --message built-payload --fork osaka --to json body.ssz
+  curl … | sszgate convert --message payload-status --from hex")]
+pub(crate) struct ConvertArgs {
+    /// The message: a name from the list below or a JSON-RPC method name.
+    #[arg(short, long, env = "SSZGATE_MESSAGE")]
+    message: String,
+
+    /// The fork (Eth-Execution-Version); defaults to the newest fork the method serves, or
+    /// osaka for a message name.
+    #[arg(short, long, env = "SSZGATE_FORK")]
+    fork: Option<String>,
+
+    /// For blobs messages named without a method: the /blobs/vN revision.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    blobs_version: Option<u8>,
+
+    /// With a method name: convert its result rather than its params.
+    #[arg(long)]
+    response: bool,
+
+    /// The input encoding; by default guessed: JSON if it starts with `[`, `{` or `"`, hex if
+    /// it is 0x-hex text, SSZ bytes otherwise.
+    #[arg(long, value_enum)]
+    from: Option<Form>,
+
+    /// The output encoding; by default the other side: JSON for SSZ or hex input, and for JSON
+    /// input SSZ bytes (hex when stdout is a terminal).
+    #[arg(long, value_enum)]
+    to: Option<Form>,
+
+    /// The input file; standard input when absent or `-`.
+    file: Option<PathBuf>,
+}
+
+/// Resolves the method row and the message kind a `--message` value names.
+fn resolve(args: &ConvertArgs, fork: Fork) -> Result<(&'static MethodSpec, MessageKind)> {
+    if args.message.starts_with("engine_") {
+        let m = method::by_name(&args.message)?;
+        let bodiless = matches!(m.request, MessageKind::PayloadId | MessageKind::BodiesByRangeRequest);
+        let kind = if args.response || bodiless { m.response } else { m.request };
+        return Ok((m, kind));
+    }
+    let kind = MessageKind::from_name(&args.message).with_context(|| {
+        let names: Vec<_> = MessageKind::ALL.iter().map(|k| k.name()).collect();
+        format!("unknown message {:?} (expected a JSON-RPC method or one of {})", args.message, names.join(", "))
+    })?;
+    let family = match kind {
+        MessageKind::NewPayload | MessageKind::PayloadStatus => Family::NewPayload,
+        MessageKind::Forkchoice | MessageKind::ForkchoiceResponse => Family::ForkchoiceUpdated,
+        MessageKind::PayloadId | MessageKind::BuiltPayload => Family::GetPayload,
+        MessageKind::BodiesByHashRequest | MessageKind::Bodies => Family::BodiesByHash,
+        MessageKind::BodiesByRangeRequest => Family::BodiesByRange,
+        MessageKind::BlobsRequest | MessageKind::Blobs => {
+            let name = match args.blobs_version {
+                Some(v) => format!("engine_getBlobsV{v}"),
+                None => method::for_fork(Family::GetBlobs, fork).map(|m| m.name.to_string()).unwrap_or_else(|| "engine_getBlobsV1".into()),
+            };
+            return Ok((method::by_name(&name)?, kind));
+        }
+        MessageKind::Capabilities => Family::ExchangeCapabilities,
+        MessageKind::ClientVersion => Family::GetClientVersion,
+    };
+    let m = method::for_fork(family, fork).with_context(|| format!("no {kind} method serves fork {fork}"))?;
+    Ok((m, kind))
+}
+
+fn guess_form(input: &[u8]) -> Form {
+    let first = input.iter().find(|b| !b.is_ascii_whitespace());
+    match first {
+        Some(b'[' | b'{' | b'"') => Form::Json,
+        _ if input.starts_with(b"0x") && input.iter().all(|b| b.is_ascii_hexdigit() || b.is_ascii_whitespace() || *b == b'x') => Form::Hex,
+        _ => Form::Ssz,
+    }
+}
+
+pub(crate) fn run(args: ConvertArgs) -> Result<()> {
+    let input = match &args.file {
+        Some(path) if path.as_os_str() != "-" => fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        _ => {
+            let mut buf = Vec::new();
+            io::stdin().read_to_end(&mut buf).context("reading standard input")?;
+            buf
+        }
+    };
+    let fork = match &args.fork {
+        Some(name) => name.parse::<Fork>()?,
+        None if args.message.starts_with("engine_") => method::by_name(&args.message)?.latest_fork(),
+        None => Fork::Osaka,
+    };
+    let (m, kind) = resolve(&args, fork)?;
+    let from = args.from.unwrap_or_else(|| guess_form(&input));
+    let stdout_is_tty = io::stdout().is_terminal();
+    let to = args.to.unwrap_or(match from {
+        Form::Json if stdout_is_tty => Form::Hex,
+        Form::Json => Form::Ssz,
+        Form::Ssz | Form::Hex => Form::Json,
+    });
+    let source = match &args.file {
+        Some(path) => path.display().to_string(),
+        None => "standard input".to_string(),
+    };
+
+    // alloy's blob type is a 128 KiB array moved by value; give the decoders room.
+    let output = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || convert(m, fork, kind, from, to, &input))
+        .context("starting the converter thread")?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the converter thread panicked"))?
+        .with_context(|| format!("converting {} ({}, {kind}, fork {fork})", source, m.name))?;
+
+    let mut out = io::stdout().lock();
+    out.write_all(&output)?;
+    if to != Form::Ssz {
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn convert(m: &'static MethodSpec, fork: Fork, kind: MessageKind, from: Form, to: Form, input: &[u8]) -> Result<Vec<u8>> {
+    let message = match from {
+        Form::Json => Message::from_json(m, fork, kind, input)?,
+        Form::Ssz => Message::from_ssz(m, fork, kind, input)?,
+        Form::Hex => {
+            let text: String = String::from_utf8_lossy(input).split_whitespace().collect();
+            let bytes = const_hex::decode(&text).context("input is not 0x-hex")?;
+            Message::from_ssz(m, fork, kind, &bytes)?
+        }
+    };
+    Ok(match to {
+        Form::Json => {
+            let compact = if kind == m.request { message.to_json_params()? } else { message.to_json()? };
+            let value: serde_json::Value = serde_json::from_slice(&compact)?;
+            serde_json::to_vec_pretty(&value)?
+        }
+        Form::Ssz => {
+            if message.is_no_content() {
+                bail!("a null result has no body: REST answers 204 No Content");
+            }
+            message.to_ssz(fork)?
+        }
+        Form::Hex => const_hex::encode_prefixed(message.to_ssz(fork)?).into_bytes(),
+    })
+}
+
+pub(crate) fn print_methods() -> Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{:<34} {:<28} {:<30} forks", "JSON-RPC method", "REST resource", "messages")?;
+    for m in METHODS.iter() {
+        let forks: Vec<_> = m.forks.iter().map(|f| f.name()).collect();
+        writeln!(
+            out,
+            "{:<34} {:<28} {:<30} {}",
+            m.name,
+            format!("{} /{}", m.resource.http_method().as_str(), m.resource.name()),
+            format!("{} -> {}", m.request, m.response),
+            forks.join(",")
+        )?;
+    }
+    Ok(())
+}
