@@ -31,7 +31,7 @@ use crate::{
     fork::Fork,
     json,
     method::{MessageKind, MethodSpec},
-    ssz::{self as schema, SszError, SszProblem, Ty},
+    ssz::{self as schema, SszError, SszField, SszProblem, Ty, encode_container},
     txs::blob_versioned_hashes,
 };
 
@@ -743,36 +743,32 @@ fn new_payload_to_ssz(np: &NewPayload, fork: Fork) -> Result<Vec<u8>> {
             format!("payload shape does not match fork {fork}"),
         )
     };
-    Ok(match (np, fork) {
-        (NewPayload::Paris(p), Fork::Paris) => {
-            wire::ExecutionPayloadEnvelopeParis { payload: p.clone() }.as_ssz_bytes()
-        }
-        (NewPayload::Shanghai(p), Fork::Shanghai) => {
-            wire::ExecutionPayloadEnvelopeShanghai { payload: p.clone() }.as_ssz_bytes()
-        }
-        (NewPayload::Cancun(p, _, r), Fork::Cancun) => wire::ExecutionPayloadEnvelopeCancun {
-            payload: p.clone(),
-            parent_beacon_block_root: *r,
-        }
-        .as_ssz_bytes(),
+    let fields = match (np, fork) {
+        (NewPayload::Paris(p), Fork::Paris) => vec![SszField::of(p)],
+        (NewPayload::Shanghai(p), Fork::Shanghai) => vec![SszField::of(p)],
+        (NewPayload::Cancun(p, _, r), Fork::Cancun) => vec![SszField::of(p), SszField::of(r)],
         (NewPayload::Prague(p, _, r, q), Fork::Prague | Fork::Osaka) => {
-            wire::ExecutionPayloadEnvelopePrague {
-                payload: p.clone(),
-                parent_beacon_block_root: *r,
-                execution_requests: q.clone(),
-            }
-            .as_ssz_bytes()
+            vec![SszField::of(p), SszField::of(r), SszField::of(q)]
         }
         (NewPayload::Amsterdam(p, _, r, q), Fork::Amsterdam) => {
-            wire::ExecutionPayloadEnvelopeAmsterdam {
-                payload: p.clone(),
-                parent_beacon_block_root: *r,
-                execution_requests: q.clone(),
-            }
-            .as_ssz_bytes()
+            vec![SszField::of(p), SszField::of(r), SszField::of(q)]
         }
         _ => return Err(mismatch()),
-    })
+    };
+    Ok(encode_container(&fields))
+}
+
+/// `BlobsBundleV1`/`V2` as a field: three lists of fixed-size items.
+fn bundle_field<'a, C: AsRef<[u8]>, B: AsRef<[u8]>>(
+    commitments: &'a [C],
+    proofs: &'a [C],
+    blobs: &'a [B],
+) -> SszField<'a> {
+    SszField::container(vec![
+        SszField::fixed_list(commitments),
+        SszField::fixed_list(proofs),
+        SszField::fixed_list(blobs),
+    ])
 }
 
 fn forkchoice_to_ssz(f: &Forkchoice, fork: Fork) -> Result<Vec<u8>> {
@@ -846,24 +842,11 @@ fn built_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<BuiltPayload>
         Fork::Shanghai => BuiltPayload::V2(decode::<wire::BuiltPayloadShanghai>(ty, bytes)?.into()),
         Fork::Cancun => BuiltPayload::V3(decode::<wire::BuiltPayloadCancun>(ty, bytes)?),
         Fork::Prague => BuiltPayload::V4(decode::<wire::BuiltPayloadPrague>(ty, bytes)?.into()),
-        Fork::Osaka => BuiltPayload::V5(check_bundle_v2(
-            decode::<wire::BuiltPayloadOsaka>(ty, bytes)?.into(),
-        )?),
+        Fork::Osaka => BuiltPayload::V5(decode::<wire::BuiltPayloadOsaka>(ty, bytes)?.into()),
         Fork::Amsterdam => {
             BuiltPayload::V6(decode::<wire::BuiltPayloadAmsterdam>(ty, bytes)?.into())
         }
     })
-}
-
-fn check_bundle_v2(e: ExecutionPayloadEnvelopeV5) -> Result<ExecutionPayloadEnvelopeV5> {
-    let b = &e.blobs_bundle;
-    bundle_lengths(
-        b.commitments.len(),
-        b.blobs.len(),
-        b.proofs.len(),
-        schema::CELLS_PER_EXT_BLOB,
-    )?;
-    Ok(e)
 }
 
 /// `commitments` and `blobs` must have equal length, and `proofs` `per_blob` per blob.
@@ -907,30 +890,58 @@ fn built_to_ssz(b: &BuiltPayload, fork: Fork) -> Result<Vec<u8>> {
             .map_err(|err| Error::invalid("getPayload result", err.to_string()))?
             .as_ssz_bytes(),
         (BuiltPayload::V3(e), Fork::Cancun) => {
-            bundle_lengths(
-                e.blobs_bundle.commitments.len(),
-                e.blobs_bundle.blobs.len(),
-                e.blobs_bundle.proofs.len(),
-                1,
-            )?;
-            e.as_ssz_bytes()
+            let b = &e.blobs_bundle;
+            bundle_lengths(b.commitments.len(), b.blobs.len(), b.proofs.len(), 1)?;
+            encode_container(&[
+                SszField::of(&e.execution_payload),
+                SszField::of(&e.block_value),
+                bundle_field(&b.commitments, &b.proofs, &b.blobs),
+                SszField::of(&e.should_override_builder),
+            ])
         }
         (BuiltPayload::V4(e), Fork::Prague) => {
-            let b = &e.envelope_inner.blobs_bundle;
+            let inner = &e.envelope_inner;
+            let b = &inner.blobs_bundle;
             bundle_lengths(b.commitments.len(), b.blobs.len(), b.proofs.len(), 1)?;
-            wire::BuiltPayloadPrague::from(e.clone()).as_ssz_bytes()
+            encode_container(&[
+                SszField::of(&inner.execution_payload),
+                SszField::of(&inner.block_value),
+                bundle_field(&b.commitments, &b.proofs, &b.blobs),
+                SszField::of(&e.execution_requests),
+                SszField::of(&inner.should_override_builder),
+            ])
         }
         (BuiltPayload::V5(e), Fork::Osaka) => {
-            wire::BuiltPayloadOsaka::from(check_bundle_v2(e.clone())?).as_ssz_bytes()
-        }
-        (BuiltPayload::V6(e), Fork::Amsterdam) => {
+            let b = &e.blobs_bundle;
             bundle_lengths(
-                e.blobs_bundle.commitments.len(),
-                e.blobs_bundle.blobs.len(),
-                e.blobs_bundle.proofs.len(),
+                b.commitments.len(),
+                b.blobs.len(),
+                b.proofs.len(),
                 schema::CELLS_PER_EXT_BLOB,
             )?;
-            wire::BuiltPayloadAmsterdam::from(e.clone()).as_ssz_bytes()
+            encode_container(&[
+                SszField::of(&e.execution_payload),
+                SszField::of(&e.block_value),
+                bundle_field(&b.commitments, &b.proofs, &b.blobs),
+                SszField::of(&e.execution_requests),
+                SszField::of(&e.should_override_builder),
+            ])
+        }
+        (BuiltPayload::V6(e), Fork::Amsterdam) => {
+            let b = &e.blobs_bundle;
+            bundle_lengths(
+                b.commitments.len(),
+                b.blobs.len(),
+                b.proofs.len(),
+                schema::CELLS_PER_EXT_BLOB,
+            )?;
+            encode_container(&[
+                SszField::of(&e.execution_payload),
+                SszField::of(&e.block_value),
+                bundle_field(&b.commitments, &b.proofs, &b.blobs),
+                SszField::of(&e.execution_requests),
+                SszField::of(&e.should_override_builder),
+            ])
         }
         (BuiltPayload::V2(_), _) => return Err(mismatch(2)),
         (BuiltPayload::V3(_), _) => return Err(mismatch(3)),
@@ -1100,20 +1111,73 @@ fn blobs_to_ssz(b: &Blobs) -> Result<Vec<u8>> {
         what: "a null getBlobs result".into(),
         form: "SSZ (REST answers 204 No Content)",
     };
-    let conv = |e: wire::ConversionError| Error::invalid("getBlobs result", e.to_string());
-    Ok(match b {
-        Blobs::V1(v) => wire::BlobsV1Response::try_from(v.clone())
-            .map_err(conv)?
-            .as_ssz_bytes(),
-        Blobs::V2(Some(v)) => wire::BlobsV2Response::try_from(v.clone())
-            .map_err(conv)?
-            .as_ssz_bytes(),
-        Blobs::V3(Some(v)) => wire::BlobsV3Response::try_from(v.clone())
-            .map_err(conv)?
-            .as_ssz_bytes(),
-        Blobs::V4(Some(v)) => wire::BlobsV4Response::try_from(v.clone())
-            .map_err(conv)?
-            .as_ssz_bytes(),
+    let entries = match b {
+        Blobs::V1(v) => v.len(),
+        Blobs::V2(Some(v)) => v.len(),
+        Blobs::V3(Some(v)) => v.len(),
+        Blobs::V4(Some(v)) => v.len(),
         Blobs::V2(None) | Blobs::V3(None) | Blobs::V4(None) => return Err(no_content()),
-    })
+    };
+    check_len("getBlobs result", entries, schema::MAX_BLOBS_REQUEST)?;
+    // An unavailable entry carries zero-valued contents of the revision's shape.
+    let zero_blob: &'static alloy_eips::eip4844::Blob = &alloy_eips::eip4844::Blob::ZERO;
+    let zero_proof: &'static alloy_eips::eip4844::Bytes48 = &alloy_eips::eip4844::Bytes48::ZERO;
+    let none_proofs: Vec<alloy_eips::eip4844::Bytes48> = Vec::new();
+    let available = |present: bool| if present { &true } else { &false };
+    let list = match b {
+        Blobs::V1(v) => {
+            SszField::variable(v.len() * (1 + schema::BYTES_PER_BLOB + 48), move |buf| {
+                for entry in v {
+                    buf.push(u8::from(entry.is_some()));
+                    match entry {
+                        Some(e) => {
+                            buf.extend_from_slice(e.blob.as_slice());
+                            buf.extend_from_slice(e.proof.as_slice());
+                        }
+                        None => {
+                            buf.extend_from_slice(zero_blob.as_slice());
+                            buf.extend_from_slice(zero_proof.as_slice());
+                        }
+                    }
+                }
+            })
+        }
+        Blobs::V2(Some(v)) => SszField::variable_list(
+            v.iter()
+                .map(|e| {
+                    SszField::container(vec![
+                        SszField::of(&true),
+                        SszField::container(vec![
+                            SszField::of(&*e.blob),
+                            SszField::fixed_list(&e.proofs),
+                        ]),
+                    ])
+                })
+                .collect(),
+        ),
+        Blobs::V3(Some(v)) => SszField::variable_list(
+            v.iter()
+                .map(|e| {
+                    let contents = match e {
+                        Some(e) => SszField::container(vec![
+                            SszField::of(&*e.blob),
+                            SszField::fixed_list(&e.proofs),
+                        ]),
+                        None => SszField::container(vec![
+                            SszField::of(zero_blob),
+                            SszField::fixed_list(&none_proofs),
+                        ]),
+                    };
+                    SszField::container(vec![SszField::of(available(e.is_some())), contents])
+                })
+                .collect(),
+        ),
+        Blobs::V4(Some(v)) => {
+            let response = wire::BlobsV4Response::try_from(v.clone())
+                .map_err(|e| Error::invalid("getBlobs result", e.to_string()))?;
+            return Ok(response.as_ssz_bytes());
+        }
+        Blobs::V2(None) | Blobs::V3(None) | Blobs::V4(None) => return Err(no_content()),
+    };
+    Ok(encode_container(&[list]))
 }

@@ -8,8 +8,10 @@
 //! 1234). The same walk can locate a field without decoding anything, which is what metadata
 //! extraction needs. Encoding and decoding proper live in [`crate::message`].
 
+mod encode;
 mod schema;
 mod validate;
 
+pub(crate) use encode::{SszField, encode_container};
 pub use schema::*;
 pub use validate::{SszError, SszProblem, validate};

@@ -6,6 +6,7 @@ mod golden;
 mod props;
 mod spec_examples;
 mod translate;
+mod wire_equivalence;
 
 use std::path::PathBuf;
 

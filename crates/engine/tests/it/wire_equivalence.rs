@@ -1,0 +1,133 @@
+//! The in-place encoder writes the same bytes as alloy's `ssz_engine_types` wire containers.
+
+use alloy_eips::eip4844::{Blob, BlobAndProofV1, BlobAndProofV2, Bytes48};
+use alloy_primitives::{B256, Bytes, U256};
+use alloy_rpc_types_engine::{
+    BlobsBundleV1, BlobsBundleV2, ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4,
+    ExecutionPayloadEnvelopeV5, ExecutionPayloadV3, ssz_engine_types as wire,
+};
+use ssz::Encode;
+use sszgate_engine::{
+    Fork, Message,
+    message::{Blobs, BuiltPayload, NewPayload},
+};
+
+fn blob(seed: u8) -> Blob {
+    let mut b = Blob::ZERO;
+    for (i, byte) in b.iter_mut().enumerate() {
+        *byte = (i as u8).wrapping_mul(31).wrapping_add(seed);
+    }
+    b
+}
+
+fn proof(seed: u8) -> Bytes48 {
+    Bytes48::repeat_byte(seed)
+}
+
+fn payload() -> ExecutionPayloadV3 {
+    let mut p: ExecutionPayloadV3 = serde_json::from_str(&format!(
+        r#"{{"parentHash":"0x{h}","feeRecipient":"0x{a}","stateRoot":"0x{h}","receiptsRoot":"0x{h}","logsBloom":"0x{bloom}","prevRandao":"0x{h}","blockNumber":"0x1","gasLimit":"0x1","gasUsed":"0x0","timestamp":"0x1","extraData":"0x01","baseFeePerGas":"0x1","blockHash":"0x{h}","transactions":["0x02aa","0x01bbcc"],"withdrawals":[{{"index":"0x1","validatorIndex":"0x2","address":"0x{a}","amount":"0x3"}}],"blobGasUsed":"0x20000","excessBlobGas":"0x0"}}"#,
+        h = "12".repeat(32),
+        a = "34".repeat(20),
+        bloom = "00".repeat(256),
+    ))
+    .unwrap();
+    p.payload_inner.payload_inner.gas_used = 21_000;
+    p
+}
+
+#[test]
+fn built_payloads_match_alloy_wire_encoding() {
+    let bundle_v1 = BlobsBundleV1 {
+        commitments: vec![proof(1), proof(2)],
+        proofs: vec![proof(3), proof(4)],
+        blobs: vec![blob(5), blob(6)],
+    };
+    let bundle_v2 = BlobsBundleV2 {
+        commitments: vec![proof(1), proof(2)],
+        proofs: (0..256).map(|i| proof(i as u8)).collect(),
+        blobs: vec![blob(5), blob(6)],
+    };
+    let requests: alloy_eips::eip7685::Requests =
+        vec![Bytes::from_static(&[0, 1, 2]), Bytes::from_static(&[2, 9])].into();
+    let v3 = ExecutionPayloadEnvelopeV3 {
+        execution_payload: payload(),
+        block_value: U256::from(77),
+        blobs_bundle: bundle_v1.clone(),
+        should_override_builder: true,
+    };
+    assert_eq!(
+        Message::BuiltPayload(BuiltPayload::V3(v3.clone()))
+            .to_ssz(Fork::Cancun)
+            .unwrap(),
+        v3.as_ssz_bytes()
+    );
+    let v4 = ExecutionPayloadEnvelopeV4 {
+        envelope_inner: v3.clone(),
+        execution_requests: requests.clone(),
+    };
+    assert_eq!(
+        Message::BuiltPayload(BuiltPayload::V4(v4.clone()))
+            .to_ssz(Fork::Prague)
+            .unwrap(),
+        wire::BuiltPayloadPrague::from(v4).as_ssz_bytes()
+    );
+    let v5 = ExecutionPayloadEnvelopeV5 {
+        execution_payload: payload(),
+        block_value: U256::from(77),
+        blobs_bundle: bundle_v2,
+        should_override_builder: false,
+        execution_requests: requests.clone(),
+    };
+    assert_eq!(
+        Message::BuiltPayload(BuiltPayload::V5(v5.clone()))
+            .to_ssz(Fork::Osaka)
+            .unwrap(),
+        wire::BuiltPayloadOsaka::from(v5).as_ssz_bytes()
+    );
+    let np = NewPayload::Prague(payload(), vec![], B256::repeat_byte(9), requests.clone());
+    assert_eq!(
+        Message::NewPayload(np).to_ssz(Fork::Prague).unwrap(),
+        wire::ExecutionPayloadEnvelopePrague {
+            payload: payload(),
+            parent_beacon_block_root: B256::repeat_byte(9),
+            execution_requests: requests
+        }
+        .as_ssz_bytes()
+    );
+}
+
+#[test]
+fn blob_responses_match_alloy_wire_encoding() {
+    let v1 = vec![
+        Some(BlobAndProofV1 {
+            blob: Box::new(blob(1)),
+            proof: proof(2),
+        }),
+        None,
+    ];
+    assert_eq!(
+        Message::Blobs(Blobs::V1(v1.clone()))
+            .to_ssz(Fork::Cancun)
+            .unwrap(),
+        wire::BlobsV1Response::try_from(v1).unwrap().as_ssz_bytes()
+    );
+    let entry = BlobAndProofV2 {
+        blob: Box::new(blob(3)),
+        proofs: (0..128).map(|i| proof(i as u8)).collect(),
+    };
+    let v2 = vec![entry.clone(), entry.clone()];
+    assert_eq!(
+        Message::Blobs(Blobs::V2(Some(v2.clone())))
+            .to_ssz(Fork::Osaka)
+            .unwrap(),
+        wire::BlobsV2Response::try_from(v2).unwrap().as_ssz_bytes()
+    );
+    let v3 = vec![None, Some(entry), None];
+    assert_eq!(
+        Message::Blobs(Blobs::V3(Some(v3.clone())))
+            .to_ssz(Fork::Osaka)
+            .unwrap(),
+        wire::BlobsV3Response::try_from(v3).unwrap().as_ssz_bytes()
+    );
+}
