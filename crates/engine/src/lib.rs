@@ -26,6 +26,7 @@
 //! assert_eq!(ssz.len(), 96 + 4); // ForkchoiceState + offset of the absent attributes
 //! ```
 
+mod bulk;
 pub mod capabilities;
 pub mod error;
 pub mod fork;

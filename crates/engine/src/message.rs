@@ -26,6 +26,7 @@ use serde::Deserialize;
 use ssz::{Decode, Encode};
 
 use crate::{
+    bulk,
     capabilities::CapabilitiesDocument,
     error::{Error, Result},
     fork::Fork,
@@ -405,6 +406,7 @@ impl Message {
             Message::ForkchoiceResponse(r) => json::to_vec(r),
             Message::PayloadId(id) => json::to_vec(&(id,)),
             Message::BuiltPayload(b) => match b {
+                _ if let Some(json) = bulk::built_payload_json(b)? => Ok(json),
                 BuiltPayload::V1(p) => json::to_vec(p),
                 BuiltPayload::V2(e) => json::to_vec(e),
                 BuiltPayload::V3(e) => json::to_vec(e),
@@ -422,6 +424,7 @@ impl Message {
                 Some(indices) => json::to_vec(&(&r.versioned_hashes, indices)),
                 None => json::to_vec(&(&r.versioned_hashes,)),
             },
+            Message::Blobs(b) if let Some(json) = bulk::blobs_json(b) => Ok(json),
             Message::Blobs(Blobs::V1(b)) => json::to_vec(b),
             Message::Blobs(Blobs::V2(b)) => json::to_vec(b),
             Message::Blobs(Blobs::V3(b)) => json::to_vec(b),
@@ -827,6 +830,9 @@ fn forkchoice_to_ssz(f: &Forkchoice, fork: Fork) -> Result<Vec<u8>> {
 
 fn built_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<BuiltPayload> {
     let ty = schema::built_payload(fork);
+    if let Some(built) = bulk::built_payload_from_ssz(ty, version, bytes)? {
+        return Ok(built);
+    }
     Ok(match fork {
         Fork::Paris => {
             let b = decode::<wire::BuiltPayloadParis>(ty, bytes)?;
@@ -1070,6 +1076,9 @@ fn bodies_to_ssz(b: &Bodies, fork: Fork) -> Result<Vec<u8>> {
 }
 
 fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Blobs> {
+    if let Some(blobs) = bulk::blobs_from_ssz(version, bytes)? {
+        return Ok(blobs);
+    }
     let ty = schema::blobs_response(version);
     fn entries<T: Encode + Decode, L>(
         r: wire::BlobsResponse<T>,

@@ -14,4 +14,5 @@ mod validate;
 
 pub(crate) use encode::{SszField, encode_container};
 pub use schema::*;
+pub(crate) use validate::container_fields;
 pub use validate::{SszError, SszProblem, validate};

@@ -406,6 +406,38 @@ impl Walker {
     }
 }
 
+/// The byte slices of the fields of a container, in field order.
+///
+/// Only for bytes that [`validate`] accepted against the same container type: the offsets are
+/// then known to be in range and in order, so this only reads them.
+pub(crate) fn container_fields<'a>(ty: &Ty, bytes: &'a [u8]) -> Vec<&'a [u8]> {
+    let Ty::Container(_, fields) = ty else {
+        return vec![bytes];
+    };
+    let mut out = Vec::with_capacity(fields.len());
+    let mut variable: Vec<(usize, usize)> = Vec::new(); // (index in out, offset)
+    let mut cursor = 0;
+    for field in fields.iter() {
+        match field.ty.fixed_size() {
+            Some(size) => {
+                out.push(&bytes[cursor..cursor + size]);
+                cursor += size;
+            }
+            None => {
+                variable.push((out.len(), read_offset(bytes, cursor)));
+                out.push(&bytes[..0]);
+                cursor += 4;
+            }
+        }
+    }
+    for i in 0..variable.len() {
+        let (index, start) = variable[i];
+        let end = variable.get(i + 1).map_or(bytes.len(), |next| next.1);
+        out[index] = &bytes[start..end];
+    }
+    out
+}
+
 fn read_offset(bytes: &[u8], at: usize) -> usize {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize
 }

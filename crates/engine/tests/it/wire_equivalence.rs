@@ -8,7 +8,7 @@ use alloy_rpc_types_engine::{
 };
 use ssz::Encode;
 use sszgate_engine::{
-    Fork, Message,
+    Fork, Message, MessageKind,
     message::{Blobs, BuiltPayload, NewPayload},
 };
 
@@ -34,6 +34,28 @@ fn payload() -> ExecutionPayloadV3 {
     .unwrap();
     p.payload_inner.payload_inner.gas_used = 21_000;
     p
+}
+
+/// The fast JSON writer gives serde's bytes, and the fast SSZ reader gives back the value.
+fn assert_same_both_ways(built: BuiltPayload, method: &str, fork: Fork, serde_json: Vec<u8>) {
+    let m = sszgate_engine::method::by_name(method).unwrap();
+    let msg = Message::BuiltPayload(built);
+    assert_eq!(
+        String::from_utf8(msg.to_json().unwrap()).unwrap(),
+        String::from_utf8(serde_json).unwrap(),
+        "{method} JSON"
+    );
+    let ssz = msg.to_ssz(fork).unwrap();
+    assert_eq!(
+        Message::from_ssz(m, fork, MessageKind::BuiltPayload, &ssz).unwrap(),
+        msg,
+        "{method} SSZ decode"
+    );
+    assert_eq!(
+        Message::from_json(m, fork, MessageKind::BuiltPayload, &msg.to_json().unwrap()).unwrap(),
+        msg,
+        "{method} JSON decode"
+    );
 }
 
 #[test]
@@ -62,6 +84,12 @@ fn built_payloads_match_alloy_wire_encoding() {
             .unwrap(),
         v3.as_ssz_bytes()
     );
+    assert_same_both_ways(
+        BuiltPayload::V3(v3.clone()),
+        "engine_getPayloadV3",
+        Fork::Cancun,
+        serde_json::to_vec(&v3).unwrap(),
+    );
     let v4 = ExecutionPayloadEnvelopeV4 {
         envelope_inner: v3.clone(),
         execution_requests: requests.clone(),
@@ -70,7 +98,13 @@ fn built_payloads_match_alloy_wire_encoding() {
         Message::BuiltPayload(BuiltPayload::V4(v4.clone()))
             .to_ssz(Fork::Prague)
             .unwrap(),
-        wire::BuiltPayloadPrague::from(v4).as_ssz_bytes()
+        wire::BuiltPayloadPrague::from(v4.clone()).as_ssz_bytes()
+    );
+    assert_same_both_ways(
+        BuiltPayload::V4(v4.clone()),
+        "engine_getPayloadV4",
+        Fork::Prague,
+        serde_json::to_vec(&v4).unwrap(),
     );
     let v5 = ExecutionPayloadEnvelopeV5 {
         execution_payload: payload(),
@@ -83,7 +117,13 @@ fn built_payloads_match_alloy_wire_encoding() {
         Message::BuiltPayload(BuiltPayload::V5(v5.clone()))
             .to_ssz(Fork::Osaka)
             .unwrap(),
-        wire::BuiltPayloadOsaka::from(v5).as_ssz_bytes()
+        wire::BuiltPayloadOsaka::from(v5.clone()).as_ssz_bytes()
+    );
+    assert_same_both_ways(
+        BuiltPayload::V5(v5.clone()),
+        "engine_getPayloadV5",
+        Fork::Osaka,
+        serde_json::to_vec(&v5).unwrap(),
     );
     let np = NewPayload::Prague(payload(), vec![], B256::repeat_byte(9), requests.clone());
     assert_eq!(
