@@ -403,3 +403,219 @@ pub(crate) fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Option<Blobs>>
         Blobs::V3(Some(items))
     }))
 }
+
+// ---------------------------------------------------------------- JSON decode
+
+/// A blob bundle with its blobs taken out (the `blobs` array is spliced to `[]` before parsing).
+#[derive(serde::Deserialize)]
+struct BundleWithoutBlobs {
+    commitments: Vec<Bytes48>,
+    proofs: Vec<Bytes48>,
+    blobs: Vec<serde::de::IgnoredAny>,
+}
+
+/// A getPayloadV3..V6 result with its blobs taken out.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvelopeWithoutBlobs<P> {
+    execution_payload: P,
+    block_value: U256,
+    blobs_bundle: BundleWithoutBlobs,
+    should_override_builder: bool,
+    #[serde(default)]
+    execution_requests: Option<alloy_eips::eip7685::Requests>,
+}
+
+/// Finds the `"blobs"` array of a blob bundle and decodes it, each blob a fixed-width
+/// `"0x" + 262144 hex digits` string decoded in place (the hex decoder rejects any quote or
+/// backslash, so no separate scan for the end of the string is needed). Returns the blobs and
+/// the document with that array replaced by `[]`, or `None` when the document does not have
+/// the expected shape; the caller then takes the general path, so this can only be faster,
+/// never different.
+fn splice_blobs(doc: &[u8]) -> Option<(Vec<Blob>, Vec<u8>)> {
+    const KEY: &[u8] = b"\"blobs\"";
+    const WIDTH: usize = 2 + 2 * schema::BYTES_PER_BLOB;
+    let skip_ws = |mut i: usize| {
+        while doc.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let mut from = 0;
+    let array_start = loop {
+        let at = from + memchr::memmem::find(&doc[from..], KEY)?;
+        let after = skip_ws(at + KEY.len());
+        if doc.get(after) == Some(&b':') {
+            break skip_ws(after + 1);
+        }
+        from = at + KEY.len();
+    };
+    if doc.get(array_start) != Some(&b'[') {
+        return None;
+    }
+    let mut blobs = Vec::new();
+    let mut i = skip_ws(array_start + 1);
+    if doc.get(i) == Some(&b']') {
+        i += 1;
+    } else {
+        loop {
+            if doc.get(i) != Some(&b'"')
+                || doc.get(i + 1..i + 3) != Some(b"0x")
+                || doc.get(i + 1 + WIDTH) != Some(&b'"')
+            {
+                return None;
+            }
+            let mut blob = Blob::ZERO;
+            const_hex::decode_to_slice(&doc[i + 3..i + 1 + WIDTH], blob.as_mut_slice()).ok()?;
+            blobs.push(blob);
+            i = skip_ws(i + 2 + WIDTH);
+            match doc.get(i) {
+                Some(b',') => i = skip_ws(i + 1),
+                Some(b']') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    let mut rest = Vec::with_capacity(doc.len() - (i - array_start) + 2);
+    rest.extend_from_slice(&doc[..array_start]);
+    rest.extend_from_slice(b"[]");
+    rest.extend_from_slice(&doc[i..]);
+    Some((blobs, rest))
+}
+
+/// Decodes a getPayloadV3..V6 result through [`splice_blobs`]; `None` means "use serde".
+pub(crate) fn built_payload_from_json(
+    what: &str,
+    version: u8,
+    doc: &[u8],
+) -> Result<Option<BuiltPayload>> {
+    if !(3..=6).contains(&version) {
+        return Ok(None);
+    }
+    let Some((blobs, rest)) = splice_blobs(doc) else {
+        return Ok(None);
+    };
+    json::require_hex_prefix(what, &rest)?;
+    fn parse<P: serde::de::DeserializeOwned>(rest: &[u8]) -> Option<EnvelopeWithoutBlobs<P>> {
+        serde_json::from_slice(rest)
+            .ok()
+            .filter(|e: &EnvelopeWithoutBlobs<P>| e.blobs_bundle.blobs.is_empty())
+    }
+    let per_blob = if version >= 5 {
+        schema::CELLS_PER_EXT_BLOB
+    } else {
+        1
+    };
+    let check = |b: &BundleWithoutBlobs| {
+        b.commitments.len() == blobs.len() && b.proofs.len() == blobs.len() * per_blob
+    };
+    Ok(match version {
+        3 | 4 => {
+            let Some(e) = parse::<ExecutionPayloadV3>(&rest) else {
+                return Ok(None);
+            };
+            if !check(&e.blobs_bundle) || (version == 4) != e.execution_requests.is_some() {
+                return Ok(None);
+            }
+            let v3 = ExecutionPayloadEnvelopeV3 {
+                execution_payload: e.execution_payload,
+                block_value: e.block_value,
+                blobs_bundle: BlobsBundleV1 {
+                    commitments: e.blobs_bundle.commitments,
+                    proofs: e.blobs_bundle.proofs,
+                    blobs,
+                },
+                should_override_builder: e.should_override_builder,
+            };
+            match e.execution_requests {
+                Some(execution_requests) => Some(BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
+                    envelope_inner: v3,
+                    execution_requests,
+                })),
+                None => Some(BuiltPayload::V3(v3)),
+            }
+        }
+        5 => {
+            let Some(e) = parse::<ExecutionPayloadV3>(&rest) else {
+                return Ok(None);
+            };
+            let (true, Some(execution_requests)) = (check(&e.blobs_bundle), e.execution_requests)
+            else {
+                return Ok(None);
+            };
+            Some(BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
+                execution_payload: e.execution_payload,
+                block_value: e.block_value,
+                blobs_bundle: BlobsBundleV2 {
+                    commitments: e.blobs_bundle.commitments,
+                    proofs: e.blobs_bundle.proofs,
+                    blobs,
+                },
+                should_override_builder: e.should_override_builder,
+                execution_requests,
+            }))
+        }
+        _ => {
+            let Some(e) = parse::<ExecutionPayloadV4>(&rest) else {
+                return Ok(None);
+            };
+            let (true, Some(execution_requests)) = (check(&e.blobs_bundle), e.execution_requests)
+            else {
+                return Ok(None);
+            };
+            Some(BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
+                execution_payload: e.execution_payload,
+                block_value: e.block_value,
+                blobs_bundle: BlobsBundleV2 {
+                    commitments: e.blobs_bundle.commitments,
+                    proofs: e.blobs_bundle.proofs,
+                    blobs,
+                },
+                should_override_builder: e.should_override_builder,
+                execution_requests,
+            }))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(blobs: &[&str]) -> String {
+        format!(
+            r#"{{"blobsBundle":{{"commitments":[],"proofs":[], "blobs" : [{}] }},"x":1}}"#,
+            blobs.join(" , ")
+        )
+    }
+
+    #[test]
+    fn splices_fixed_width_blobs_and_leaves_the_rest() {
+        let blob = format!("\"0x{}\"", "ab".repeat(schema::BYTES_PER_BLOB));
+        let (blobs, rest) = splice_blobs(doc(&[&blob, &blob]).as_bytes()).unwrap();
+        assert_eq!(blobs.len(), 2);
+        assert!(blobs[1].iter().all(|b| *b == 0xab));
+        assert_eq!(
+            String::from_utf8(rest).unwrap(),
+            r#"{"blobsBundle":{"commitments":[],"proofs":[], "blobs" : [] },"x":1}"#
+        );
+        let (blobs, _) = splice_blobs(doc(&[]).as_bytes()).unwrap();
+        assert!(blobs.is_empty());
+    }
+
+    #[test]
+    fn anything_unexpected_falls_back() {
+        let short = format!("\"0x{}\"", "ab".repeat(10));
+        let bad_hex = format!("\"0x{}zz\"", "ab".repeat(schema::BYTES_PER_BLOB - 1));
+        let escaped = format!("\"0x{}\\\"\"", "ab".repeat(schema::BYTES_PER_BLOB - 1));
+        let no_prefix = format!("\"{}\"", "ab".repeat(schema::BYTES_PER_BLOB + 1));
+        for blob in [short, bad_hex, escaped, no_prefix] {
+            assert!(splice_blobs(doc(&[&blob]).as_bytes()).is_none());
+        }
+        assert!(splice_blobs(br#"{"blobs": 5}"#).is_none());
+        assert!(splice_blobs(br#"{"other":"blobs"}"#).is_none());
+    }
+}

@@ -268,7 +268,8 @@ impl Message {
         let what = what(method, kind);
         let w = what.as_str();
         let v = method.version;
-        if kind.is_all_hex() {
+        // The bulk getPayload path checks the prefixes itself, blob by blob.
+        if kind.is_all_hex() && kind != MessageKind::BuiltPayload {
             json::require_hex_prefix(w, bytes)?;
         }
         Ok(match kind {
@@ -332,14 +333,22 @@ impl Message {
             MessageKind::PayloadId => {
                 Message::PayloadId(json::from_slice::<One<PayloadId>>(w, bytes)?.0.0)
             }
-            MessageKind::BuiltPayload => Message::BuiltPayload(match v {
-                1 => BuiltPayload::V1(json::from_slice(w, bytes)?),
-                2 => BuiltPayload::V2(json::from_slice(w, bytes)?),
-                3 => BuiltPayload::V3(json::from_slice(w, bytes)?),
-                4 => BuiltPayload::V4(json::from_slice(w, bytes)?),
-                5 => BuiltPayload::V5(json::from_slice(w, bytes)?),
-                _ => BuiltPayload::V6(json::from_slice(w, bytes)?),
-            }),
+            MessageKind::BuiltPayload => {
+                Message::BuiltPayload(match bulk::built_payload_from_json(w, v, bytes)? {
+                    Some(built) => built,
+                    None => {
+                        json::require_hex_prefix(w, bytes)?;
+                        match v {
+                            1 => BuiltPayload::V1(json::from_slice(w, bytes)?),
+                            2 => BuiltPayload::V2(json::from_slice(w, bytes)?),
+                            3 => BuiltPayload::V3(json::from_slice(w, bytes)?),
+                            4 => BuiltPayload::V4(json::from_slice(w, bytes)?),
+                            5 => BuiltPayload::V5(json::from_slice(w, bytes)?),
+                            _ => BuiltPayload::V6(json::from_slice(w, bytes)?),
+                        }
+                    }
+                })
+            }
             MessageKind::BodiesByHashRequest => {
                 Message::BodiesByHash(json::from_slice::<One<Vec<B256>>>(w, bytes)?.0.0)
             }
