@@ -10,12 +10,15 @@
 
 use ssz::{BYTES_PER_LENGTH_OFFSET, Encode};
 
+/// Appends an encoded value to a buffer.
+type Writer<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+
 /// One field of a container: its fixed size (`None` when variable), its encoded length, and
 /// how to write it.
 pub(crate) struct SszField<'a> {
     fixed: Option<usize>,
     len: usize,
-    write: Box<dyn Fn(&mut Vec<u8>) + 'a>,
+    write: Writer<'a>,
 }
 
 impl<'a> SszField<'a> {

@@ -314,7 +314,7 @@ impl Walker {
 
     fn list(&mut self, elem: &Ty, max: usize, bytes: &[u8], at: usize) -> Result<(), Fault> {
         if let Some(size) = elem.fixed_size() {
-            if bytes.len() % size != 0 {
+            if !bytes.len().is_multiple_of(size) {
                 return Err(self.fault(
                     at,
                     SszProblem::NotMultiple {
@@ -351,7 +351,7 @@ impl Walker {
             ));
         }
         let first = read_offset(bytes, 0);
-        if first % 4 != 0 || first == 0 {
+        if !first.is_multiple_of(4) || first == 0 {
             return Err(self.fault(
                 at,
                 SszProblem::Other(format!(
