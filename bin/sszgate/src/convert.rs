@@ -72,13 +72,24 @@ pub(crate) struct ConvertArgs {
 fn resolve(args: &ConvertArgs, fork: Fork) -> Result<(&'static MethodSpec, MessageKind)> {
     if args.message.starts_with("engine_") {
         let m = method::by_name(&args.message)?;
-        let bodiless = matches!(m.request, MessageKind::PayloadId | MessageKind::BodiesByRangeRequest);
-        let kind = if args.response || bodiless { m.response } else { m.request };
+        let bodiless = matches!(
+            m.request,
+            MessageKind::PayloadId | MessageKind::BodiesByRangeRequest
+        );
+        let kind = if args.response || bodiless {
+            m.response
+        } else {
+            m.request
+        };
         return Ok((m, kind));
     }
     let kind = MessageKind::from_name(&args.message).with_context(|| {
         let names: Vec<_> = MessageKind::ALL.iter().map(|k| k.name()).collect();
-        format!("unknown message {:?} (expected a JSON-RPC method or one of {})", args.message, names.join(", "))
+        format!(
+            "unknown message {:?} (expected a JSON-RPC method or one of {})",
+            args.message,
+            names.join(", ")
+        )
     })?;
     let family = match kind {
         MessageKind::NewPayload | MessageKind::PayloadStatus => Family::NewPayload,
@@ -89,14 +100,17 @@ fn resolve(args: &ConvertArgs, fork: Fork) -> Result<(&'static MethodSpec, Messa
         MessageKind::BlobsRequest | MessageKind::Blobs => {
             let name = match args.blobs_version {
                 Some(v) => format!("engine_getBlobsV{v}"),
-                None => method::for_fork(Family::GetBlobs, fork).map(|m| m.name.to_string()).unwrap_or_else(|| "engine_getBlobsV1".into()),
+                None => method::for_fork(Family::GetBlobs, fork)
+                    .map(|m| m.name.to_string())
+                    .unwrap_or_else(|| "engine_getBlobsV1".into()),
             };
             return Ok((method::by_name(&name)?, kind));
         }
         MessageKind::Capabilities => Family::ExchangeCapabilities,
         MessageKind::ClientVersion => Family::GetClientVersion,
     };
-    let m = method::for_fork(family, fork).with_context(|| format!("no {kind} method serves fork {fork}"))?;
+    let m = method::for_fork(family, fork)
+        .with_context(|| format!("no {kind} method serves fork {fork}"))?;
     Ok((m, kind))
 }
 
@@ -104,23 +118,35 @@ fn guess_form(input: &[u8]) -> Form {
     let first = input.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         Some(b'[' | b'{' | b'"') => Form::Json,
-        _ if input.starts_with(b"0x") && input.iter().all(|b| b.is_ascii_hexdigit() || b.is_ascii_whitespace() || *b == b'x') => Form::Hex,
+        _ if input.starts_with(b"0x")
+            && input
+                .iter()
+                .all(|b| b.is_ascii_hexdigit() || b.is_ascii_whitespace() || *b == b'x') =>
+        {
+            Form::Hex
+        }
         _ => Form::Ssz,
     }
 }
 
 pub(crate) fn run(args: ConvertArgs) -> Result<()> {
     let input = match &args.file {
-        Some(path) if path.as_os_str() != "-" => fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        Some(path) if path.as_os_str() != "-" => {
+            fs::read(path).with_context(|| format!("reading {}", path.display()))?
+        }
         _ => {
             let mut buf = Vec::new();
-            io::stdin().read_to_end(&mut buf).context("reading standard input")?;
+            io::stdin()
+                .read_to_end(&mut buf)
+                .context("reading standard input")?;
             buf
         }
     };
     let fork = match &args.fork {
         Some(name) => name.parse::<Fork>()?,
-        None if args.message.starts_with("engine_") => method::by_name(&args.message)?.latest_fork(),
+        None if args.message.starts_with("engine_") => {
+            method::by_name(&args.message)?.latest_fork()
+        }
         None => Fork::Osaka,
     };
     let (m, kind) = resolve(&args, fork)?;
@@ -154,7 +180,14 @@ pub(crate) fn run(args: ConvertArgs) -> Result<()> {
     Ok(())
 }
 
-fn convert(m: &'static MethodSpec, fork: Fork, kind: MessageKind, from: Form, to: Form, input: &[u8]) -> Result<Vec<u8>> {
+fn convert(
+    m: &'static MethodSpec,
+    fork: Fork,
+    kind: MessageKind,
+    from: Form,
+    to: Form,
+    input: &[u8],
+) -> Result<Vec<u8>> {
     let message = match from {
         Form::Json => Message::from_json(m, fork, kind, input)?,
         Form::Ssz => Message::from_ssz(m, fork, kind, input)?,
@@ -166,7 +199,11 @@ fn convert(m: &'static MethodSpec, fork: Fork, kind: MessageKind, from: Form, to
     };
     Ok(match to {
         Form::Json => {
-            let compact = if kind == m.request { message.to_json_params()? } else { message.to_json()? };
+            let compact = if kind == m.request {
+                message.to_json_params()?
+            } else {
+                message.to_json()?
+            };
             let value: serde_json::Value = serde_json::from_slice(&compact)?;
             serde_json::to_vec_pretty(&value)?
         }
@@ -182,14 +219,22 @@ fn convert(m: &'static MethodSpec, fork: Fork, kind: MessageKind, from: Form, to
 
 pub(crate) fn print_methods() -> Result<()> {
     let mut out = io::stdout().lock();
-    writeln!(out, "{:<34} {:<28} {:<30} forks", "JSON-RPC method", "REST resource", "messages")?;
+    writeln!(
+        out,
+        "{:<34} {:<28} {:<30} forks",
+        "JSON-RPC method", "REST resource", "messages"
+    )?;
     for m in METHODS.iter() {
         let forks: Vec<_> = m.forks.iter().map(|f| f.name()).collect();
         writeln!(
             out,
             "{:<34} {:<28} {:<30} {}",
             m.name,
-            format!("{} /{}", m.resource.http_method().as_str(), m.resource.name()),
+            format!(
+                "{} /{}",
+                m.resource.http_method().as_str(),
+                m.resource.name()
+            ),
             format!("{} -> {}", m.request, m.response),
             forks.join(",")
         )?;

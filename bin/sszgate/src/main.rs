@@ -16,7 +16,12 @@ use clap::{Parser, Subcommand};
 /// execution client like a consensus client would, measures codecs on real mainnet data and
 /// verifies what crosses the link.
 #[derive(Debug, Parser)]
-#[command(name = "sszgate", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "sszgate",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 #[command(after_help = "Planned, not yet available: proxy, drive, devnet, bench, report, verify.")]
 struct Cli {
     #[command(subcommand)]
@@ -49,6 +54,8 @@ fn main() -> ExitCode {
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
-        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
