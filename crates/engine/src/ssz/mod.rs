@@ -15,4 +15,4 @@ mod validate;
 pub(crate) use encode::{SszField, encode_container};
 pub use schema::*;
 pub(crate) use validate::container_fields;
-pub use validate::{SszError, SszProblem, validate};
+pub use validate::{SszError, SszProblem, fields, validate};

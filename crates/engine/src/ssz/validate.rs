@@ -132,6 +132,14 @@ pub struct SszError {
     pub problem: SszProblem,
 }
 
+/// The byte slices of the fields of container `ty` in `bytes`, after checking `bytes` against
+/// `ty`: lets a reader pick a field (a payload inside a beacon block, the blobs of a bundle)
+/// without decoding the rest.
+pub fn fields<'a>(ty: &Ty, bytes: &'a [u8]) -> Result<Vec<&'a [u8]>, SszError> {
+    validate(ty, bytes)?;
+    Ok(container_fields(ty, bytes))
+}
+
 /// Checks `bytes` against `ty` without decoding or allocating in proportion to the input.
 pub fn validate(ty: &Ty, bytes: &[u8]) -> Result<(), SszError> {
     let mut walker = Walker { path: Vec::new() };

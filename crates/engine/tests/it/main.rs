@@ -2,7 +2,6 @@
 //! bad input, property round trips and translation.
 
 mod bad_input;
-mod crosscheck;
 mod golden;
 mod props;
 mod spec_examples;

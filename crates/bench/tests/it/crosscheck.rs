@@ -1,6 +1,7 @@
 //! Cross-check against an independent SSZ implementation: `remerkleable` (Python), driven by
 //! `scripts/crosscheck_ssz.py`. For one message of every container family and fork, this test
-//! writes our JSON-RPC form and our SSZ bytes; the script builds the container from the JSON
+//! (synthetic, and real mainnet payloads and blobs from testdata/) writes our JSON-RPC form and
+//! our SSZ bytes; the script builds the container from the JSON
 //! with remerkleable's own types (from the spec text), serializes it and compares bytes, then
 //! decodes our bytes and re-serializes them.
 //!
@@ -381,6 +382,71 @@ fn cases() -> Vec<(String, String, Fork, &'static str, Message)> {
     out
 }
 
+/// Real mainnet payloads (the largest block of each fork in testdata/) and real blobs.
+fn real_cases() -> Vec<(String, String, Fork, &'static str, Message)> {
+    use sszgate_bench::fixtures::{
+        Fixtures, blobs_v1_response, blobs_v2_response, built_payload, testdata_dir,
+    };
+    let fixtures = Fixtures::load(&testdata_dir()).unwrap();
+    let blobs = fixtures.blobs().unwrap();
+    let mut out = Vec::new();
+    for fork in [Fork::Paris, Fork::Shanghai, Fork::Cancun, Fork::Prague] {
+        let block = fixtures.largest_block(fork).unwrap();
+        let np = block.new_payload().unwrap();
+        let m = method::for_fork(sszgate_engine::method::Family::NewPayload, fork)
+            .unwrap()
+            .name;
+        out.push((
+            format!("real-envelope-{fork}-{}", block.slot),
+            format!("ExecutionPayloadEnvelope{}", capitalized(fork)),
+            fork,
+            m,
+            Message::NewPayload(np.clone()),
+        ));
+        if fork == Fork::Prague {
+            out.push((
+                format!("real-envelope-osaka-{}", block.slot),
+                "ExecutionPayloadEnvelopeOsaka".into(),
+                Fork::Osaka,
+                m,
+                Message::NewPayload(np.clone()),
+            ));
+            let NewPayload::Prague(payload, ..) = np else {
+                unreachable!()
+            };
+            for (fork, name) in [
+                (Fork::Cancun, "engine_getPayloadV3"),
+                (Fork::Prague, "engine_getPayloadV4"),
+                (Fork::Osaka, "engine_getPayloadV5"),
+            ] {
+                let built = built_payload(fork, &payload, &blobs, 3).unwrap();
+                out.push((
+                    format!("real-built-{fork}"),
+                    format!("BuiltPayload{}", capitalized(fork)),
+                    fork,
+                    name,
+                    Message::BuiltPayload(built),
+                ));
+            }
+        }
+    }
+    out.push((
+        "real-blobs-v1".into(),
+        "BlobsV1Response".into(),
+        Fork::Cancun,
+        "engine_getBlobsV1",
+        Message::Blobs(Blobs::V1(blobs_v1_response(&blobs, 2))),
+    ));
+    out.push((
+        "real-blobs-v2".into(),
+        "BlobsV2Response".into(),
+        Fork::Osaka,
+        "engine_getBlobsV2",
+        Message::Blobs(Blobs::V2(Some(blobs_v2_response(&blobs, 2)))),
+    ));
+    out
+}
+
 fn capitalized(fork: Fork) -> String {
     let name = fork.name();
     name[..1].to_uppercase() + &name[1..]
@@ -391,7 +457,8 @@ fn remerkleable_agrees_on_every_container_family_and_fork() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crosscheck");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let cases = cases();
+    let mut cases = cases();
+    cases.extend(real_cases());
     for (name, container, fork, method_name, msg) in &cases {
         let m = method::by_name(method_name).unwrap();
         let kind = msg.kind();
