@@ -14,7 +14,9 @@ use sszgate_bench::{
     fixtures::{self, Fixtures, built_payload},
     harness::{Variant, interleave, machine, markdown_table},
 };
-use sszgate_engine::{Fork, Message, MessageKind, message::BuiltPayload, message::NewPayload, method};
+use sszgate_engine::{
+    Fork, Message, MessageKind, message::BuiltPayload, message::NewPayload, method,
+};
 
 // The allocator of the sszgate binary too: large buffers are reused instead of being mapped
 // and faulted in on every call (measured: SSZ encode of a 72-blob bundle 7.4 ms -> 0.8 ms).
@@ -23,44 +25,111 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn main() {
-    let blob_counts: Vec<usize> = arg("--blobs").unwrap_or_else(|| "0,6,24,72".into()).split(',').map(|n| n.trim().parse().expect("--blobs takes numbers")).collect();
-    let rounds: usize = arg("--rounds").map_or(150, |r| r.parse().expect("--rounds takes a number"));
+    let blob_counts: Vec<usize> = arg("--blobs")
+        .unwrap_or_else(|| "0,6,24,72".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("--blobs takes numbers"))
+        .collect();
+    let rounds: usize =
+        arg("--rounds").map_or(150, |r| r.parse().expect("--rounds takes a number"));
     let dir = fixtures::data_dir();
     let fixtures = Fixtures::load(&dir).expect("fixtures load");
     let blobs = fixtures.blobs().expect("blobs load");
-    let block = fixtures.largest_block(Fork::Prague).expect("an electra block");
-    let NewPayload::Prague(payload, ..) = block.new_payload().expect("payload") else { unreachable!() };
+    let block = fixtures
+        .largest_block(Fork::Prague)
+        .expect("an electra block");
+    let NewPayload::Prague(payload, ..) = block.new_payload().expect("payload") else {
+        unreachable!()
+    };
     let m = method::by_name("engine_getPayloadV5").unwrap();
 
     println!("## Codec: getPayloadV5 response, JSON-RPC vs REST-SSZ\n");
     println!("Machine: {}", machine());
-    println!("Data: derived from mainnet block {} (Electra, {} txs) + {} real blobs from {} blob transactions in {} (cycled beyond {}); mimalloc; {rounds} interleaved rounds after 3 warm-up runs.\n",
-        block.slot, payload.payload_inner.payload_inner.transactions.len(), blobs.len(), fixtures.blob_txs.len(), dir.display(), blobs.len());
+    println!(
+        "Data: derived from mainnet block {} (Electra, {} txs) + {} real blobs from {} blob transactions in {} (cycled beyond {}); mimalloc; {rounds} interleaved rounds after 3 warm-up runs.\n",
+        block.slot,
+        payload.payload_inner.payload_inner.transactions.len(),
+        blobs.len(),
+        fixtures.blob_txs.len(),
+        dir.display(),
+        blobs.len()
+    );
 
     for n in blob_counts {
-        let BuiltPayload::V5(env) = built_payload(Fork::Osaka, &payload, &blobs, n).unwrap() else { unreachable!() };
+        let BuiltPayload::V5(env) = built_payload(Fork::Osaka, &payload, &blobs, n).unwrap() else {
+            unreachable!()
+        };
         let msg = Message::BuiltPayload(BuiltPayload::V5(env.clone()));
         let json = msg.to_json().unwrap();
         let ssz = msg.to_ssz(Fork::Osaka).unwrap();
         let wire_value = wire::BuiltPayloadOsaka::from(env.clone());
-        assert_eq!(json, serde_json::to_vec(&env).unwrap(), "fast JSON = serde JSON");
+        assert_eq!(
+            json,
+            serde_json::to_vec(&env).unwrap(),
+            "fast JSON = serde JSON"
+        );
         assert_eq!(ssz, wire_value.as_ssz_bytes(), "one-pass SSZ = derived SSZ");
-        println!("### {n} blobs: JSON {} bytes, SSZ {} bytes ({:.2}x)\n", json.len(), ssz.len(), json.len() as f64 / ssz.len() as f64);
+        println!(
+            "### {n} blobs: JSON {} bytes, SSZ {} bytes ({:.2}x)\n",
+            json.len(),
+            ssz.len(),
+            json.len() as f64 / ssz.len() as f64
+        );
         let mut variants = vec![
-            Variant::new("sszgate JSON encode", || drop(black_box(msg.to_json().unwrap()))),
-            Variant::new("sszgate JSON decode", || drop(black_box(Message::from_json(m, Fork::Osaka, MessageKind::BuiltPayload, &json).unwrap()))),
-            Variant::new("sszgate SSZ encode", || drop(black_box(msg.to_ssz(Fork::Osaka).unwrap()))),
-            Variant::new("sszgate SSZ decode", || drop(black_box(Message::from_ssz(m, Fork::Osaka, MessageKind::BuiltPayload, &ssz).unwrap()))),
-            Variant::new("sszgate JSON -> SSZ (translate)", || drop(black_box(Message::from_json(m, Fork::Osaka, MessageKind::BuiltPayload, &json).unwrap().to_ssz(Fork::Osaka).unwrap()))),
-            Variant::new("sszgate SSZ -> JSON (translate)", || drop(black_box(Message::from_ssz(m, Fork::Osaka, MessageKind::BuiltPayload, &ssz).unwrap().to_json().unwrap()))),
-            Variant::new("alloy + serde_json JSON encode", || drop(black_box(serde_json::to_vec(&env).unwrap()))),
-            Variant::new("alloy + serde_json JSON decode", || drop(black_box(serde_json::from_slice::<ExecutionPayloadEnvelopeV5>(&json).unwrap()))),
-            Variant::new("alloy SSZ encode (derive)", || drop(black_box(wire_value.as_ssz_bytes()))),
-            Variant::new("alloy SSZ decode (derive)", || drop(black_box(wire::BuiltPayloadOsaka::from_ssz_bytes(&ssz).unwrap()))),
+            Variant::new("sszgate JSON encode", || {
+                drop(black_box(msg.to_json().unwrap()))
+            }),
+            Variant::new("sszgate JSON decode", || {
+                drop(black_box(
+                    Message::from_json(m, Fork::Osaka, MessageKind::BuiltPayload, &json).unwrap(),
+                ))
+            }),
+            Variant::new("sszgate SSZ encode", || {
+                drop(black_box(msg.to_ssz(Fork::Osaka).unwrap()))
+            }),
+            Variant::new("sszgate SSZ decode", || {
+                drop(black_box(
+                    Message::from_ssz(m, Fork::Osaka, MessageKind::BuiltPayload, &ssz).unwrap(),
+                ))
+            }),
+            Variant::new("sszgate JSON -> SSZ (translate)", || {
+                drop(black_box(
+                    Message::from_json(m, Fork::Osaka, MessageKind::BuiltPayload, &json)
+                        .unwrap()
+                        .to_ssz(Fork::Osaka)
+                        .unwrap(),
+                ))
+            }),
+            Variant::new("sszgate SSZ -> JSON (translate)", || {
+                drop(black_box(
+                    Message::from_ssz(m, Fork::Osaka, MessageKind::BuiltPayload, &ssz)
+                        .unwrap()
+                        .to_json()
+                        .unwrap(),
+                ))
+            }),
+            Variant::new("alloy + serde_json JSON encode", || {
+                drop(black_box(serde_json::to_vec(&env).unwrap()))
+            }),
+            Variant::new("alloy + serde_json JSON decode", || {
+                drop(black_box(
+                    serde_json::from_slice::<ExecutionPayloadEnvelopeV5>(&json).unwrap(),
+                ))
+            }),
+            Variant::new("alloy SSZ encode (derive)", || {
+                drop(black_box(wire_value.as_ssz_bytes()))
+            }),
+            Variant::new("alloy SSZ decode (derive)", || {
+                drop(black_box(
+                    wire::BuiltPayloadOsaka::from_ssz_bytes(&ssz).unwrap(),
+                ))
+            }),
         ];
         let summaries = interleave(&mut variants, 3, if n >= 24 { rounds } else { rounds * 4 });
         println!("{}", markdown_table(&summaries));

@@ -23,7 +23,7 @@ use crate::{
     error::{Error, Result},
     json,
     message::{Blobs, BuiltPayload},
-    ssz::{self as schema, SszError, SszProblem, Ty, container_fields},
+    ssz::{self as schema, SszError, SszField, SszProblem, Ty, container_fields, encode_container},
 };
 
 // ---------------------------------------------------------------- JSON
@@ -73,93 +73,151 @@ fn push_bundle<C: AsRef<[u8]>, B: AsRef<[u8]>>(
     out.push(b'}');
 }
 
-/// The JSON of a getPayloadV3..V6 result, in the key order of alloy's serde impls.
-pub(crate) fn built_payload_json(built: &BuiltPayload) -> Result<Option<Vec<u8>>> {
-    struct Parts<'a, P: Serialize, C: AsRef<[u8]>, B: AsRef<[u8]>> {
-        payload: &'a P,
-        value: &'a U256,
-        commitments: &'a [C],
-        proofs: &'a [C],
-        blobs: &'a [B],
-        override_builder: bool,
-        requests: Option<&'a alloy_eips::eip7685::Requests>,
+/// The payload inside a built payload: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
+pub(crate) enum PayloadRef<'a> {
+    /// `ExecutionPayloadV3`.
+    V3(&'a ExecutionPayloadV3),
+    /// `ExecutionPayloadV4`.
+    V4(&'a ExecutionPayloadV4),
+}
+
+/// A getPayloadV3..V6 result seen field by field, whatever its version: what the JSON writer
+/// and the SSZ encoder both walk.
+pub(crate) struct BuiltView<'a> {
+    pub(crate) payload: PayloadRef<'a>,
+    pub(crate) value: &'a U256,
+    pub(crate) commitments: &'a [Bytes48],
+    pub(crate) proofs: &'a [Bytes48],
+    pub(crate) blobs: &'a [Blob],
+    pub(crate) proofs_per_blob: usize,
+    pub(crate) override_builder: &'a bool,
+    pub(crate) requests: Option<&'a alloy_eips::eip7685::Requests>,
+}
+
+impl BuiltPayload {
+    /// The field view of a V3..V6 result; `None` for V1/V2 (no blob bundle).
+    pub(crate) fn view(&self) -> Option<BuiltView<'_>> {
+        let cell_proofs = schema::CELLS_PER_EXT_BLOB;
+        Some(match self {
+            BuiltPayload::V1(_) | BuiltPayload::V2(_) => return None,
+            BuiltPayload::V3(e) => {
+                BuiltView::v1_bundle(PayloadRef::V3(&e.execution_payload), e, None)
+            }
+            BuiltPayload::V4(e) => BuiltView::v1_bundle(
+                PayloadRef::V3(&e.envelope_inner.execution_payload),
+                &e.envelope_inner,
+                Some(&e.execution_requests),
+            ),
+            BuiltPayload::V5(e) => {
+                let b = &e.blobs_bundle;
+                BuiltView {
+                    payload: PayloadRef::V3(&e.execution_payload),
+                    value: &e.block_value,
+                    commitments: &b.commitments,
+                    proofs: &b.proofs,
+                    blobs: &b.blobs,
+                    proofs_per_blob: cell_proofs,
+                    override_builder: &e.should_override_builder,
+                    requests: Some(&e.execution_requests),
+                }
+            }
+            BuiltPayload::V6(e) => {
+                let b = &e.blobs_bundle;
+                BuiltView {
+                    payload: PayloadRef::V4(&e.execution_payload),
+                    value: &e.block_value,
+                    commitments: &b.commitments,
+                    proofs: &b.proofs,
+                    blobs: &b.blobs,
+                    proofs_per_blob: cell_proofs,
+                    override_builder: &e.should_override_builder,
+                    requests: Some(&e.execution_requests),
+                }
+            }
+        })
     }
-    fn write<P: Serialize, C: AsRef<[u8]>, B: AsRef<[u8]>>(
-        p: Parts<'_, P, C, B>,
-    ) -> Result<Vec<u8>> {
+}
+
+impl<'a> BuiltView<'a> {
+    fn v1_bundle(
+        payload: PayloadRef<'a>,
+        e: &'a ExecutionPayloadEnvelopeV3,
+        requests: Option<&'a alloy_eips::eip7685::Requests>,
+    ) -> Self {
+        let b = &e.blobs_bundle;
+        BuiltView {
+            payload,
+            value: &e.block_value,
+            commitments: &b.commitments,
+            proofs: &b.proofs,
+            blobs: &b.blobs,
+            proofs_per_blob: 1,
+            override_builder: &e.should_override_builder,
+            requests,
+        }
+    }
+
+    /// Checks the bundle's lengths: as many commitments as blobs, `proofs_per_blob` each.
+    pub(crate) fn check_bundle(&self) -> Result<()> {
+        let (c, b, p) = (self.commitments.len(), self.blobs.len(), self.proofs.len());
+        if c != b || p != b * self.proofs_per_blob {
+            return Err(Error::invalid(
+                "blobs_bundle",
+                format!(
+                    "{c} commitments, {b} blobs and {p} proofs: needs equal commitments and blobs and {} proof(s) per blob",
+                    self.proofs_per_blob
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The REST-SSZ `BuiltPayload` (execution requests before the override flag).
+    pub(crate) fn to_ssz(&self) -> Result<Vec<u8>> {
+        self.check_bundle()?;
+        let payload = match self.payload {
+            PayloadRef::V3(p) => SszField::of(p),
+            PayloadRef::V4(p) => SszField::of(p),
+        };
+        let bundle = SszField::container(vec![
+            SszField::fixed_list(self.commitments),
+            SszField::fixed_list(self.proofs),
+            SszField::fixed_list(self.blobs),
+        ]);
+        let mut fields = vec![payload, SszField::of(self.value), bundle];
+        if let Some(requests) = self.requests {
+            fields.push(SszField::of(requests));
+        }
+        fields.push(SszField::of(self.override_builder));
+        Ok(encode_container(&fields))
+    }
+
+    /// The JSON-RPC result, in the key order of alloy's serde impls.
+    pub(crate) fn to_json(&self) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(
-            hex_len(p.commitments) + hex_len(p.proofs) + hex_len(p.blobs) + 64 * 1024,
+            hex_len(self.commitments) + hex_len(self.proofs) + hex_len(self.blobs) + 64 * 1024,
         );
         out.extend_from_slice(b"{\"executionPayload\":");
-        push_serde(&mut out, p.payload)?;
+        match self.payload {
+            PayloadRef::V3(p) => push_serde(&mut out, p)?,
+            PayloadRef::V4(p) => push_serde(&mut out, p)?,
+        }
         out.extend_from_slice(b",\"blockValue\":");
-        push_serde(&mut out, p.value)?;
+        push_serde(&mut out, self.value)?;
         out.extend_from_slice(b",\"blobsBundle\":");
-        push_bundle(&mut out, p.commitments, p.proofs, p.blobs);
-        out.extend_from_slice(if p.override_builder {
+        push_bundle(&mut out, self.commitments, self.proofs, self.blobs);
+        out.extend_from_slice(if *self.override_builder {
             b",\"shouldOverrideBuilder\":true"
         } else {
             b",\"shouldOverrideBuilder\":false"
         });
-        if let Some(requests) = p.requests {
+        if let Some(requests) = self.requests {
             out.extend_from_slice(b",\"executionRequests\":");
             push_serde(&mut out, requests)?;
         }
         out.push(b'}');
         Ok(out)
     }
-    Ok(Some(match built {
-        BuiltPayload::V1(_) | BuiltPayload::V2(_) => return Ok(None),
-        BuiltPayload::V3(e) => {
-            let b = &e.blobs_bundle;
-            write(Parts {
-                payload: &e.execution_payload,
-                value: &e.block_value,
-                commitments: &b.commitments,
-                proofs: &b.proofs,
-                blobs: &b.blobs,
-                override_builder: e.should_override_builder,
-                requests: None,
-            })?
-        }
-        BuiltPayload::V4(e) => {
-            let i = &e.envelope_inner;
-            let b = &i.blobs_bundle;
-            write(Parts {
-                payload: &i.execution_payload,
-                value: &i.block_value,
-                commitments: &b.commitments,
-                proofs: &b.proofs,
-                blobs: &b.blobs,
-                override_builder: i.should_override_builder,
-                requests: Some(&e.execution_requests),
-            })?
-        }
-        BuiltPayload::V5(e) => {
-            let b = &e.blobs_bundle;
-            write(Parts {
-                payload: &e.execution_payload,
-                value: &e.block_value,
-                commitments: &b.commitments,
-                proofs: &b.proofs,
-                blobs: &b.blobs,
-                override_builder: e.should_override_builder,
-                requests: Some(&e.execution_requests),
-            })?
-        }
-        BuiltPayload::V6(e) => {
-            let b = &e.blobs_bundle;
-            write(Parts {
-                payload: &e.execution_payload,
-                value: &e.block_value,
-                commitments: &b.commitments,
-                proofs: &b.proofs,
-                blobs: &b.blobs,
-                override_builder: e.should_override_builder,
-                requests: Some(&e.execution_requests),
-            })?
-        }
-    }))
 }
 
 /// The JSON of a getBlobsV1..V3 result, in the key order of alloy's serde impls.
@@ -251,6 +309,18 @@ pub(crate) fn built_payload_from_ssz(
     version: u8,
     bytes: &[u8],
 ) -> Result<Option<BuiltPayload>> {
+    let built = built_payload_from_validated(ty, version, bytes)?;
+    if let Some(view) = built.as_ref().and_then(BuiltPayload::view) {
+        view.check_bundle()?;
+    }
+    Ok(built)
+}
+
+fn built_payload_from_validated(
+    ty: &'static Ty,
+    version: u8,
+    bytes: &[u8],
+) -> Result<Option<BuiltPayload>> {
     schema::validate(ty, bytes)?;
     let f = container_fields(ty, bytes);
     let value = U256::from_le_slice(f[1]);
@@ -293,19 +363,6 @@ pub(crate) fn built_payload_from_ssz(
         }
         5 | 6 => {
             let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V2, f[2]);
-            if proofs.len() != blobs.len() * schema::CELLS_PER_EXT_BLOB
-                || commitments.len() != blobs.len()
-            {
-                return Err(Error::invalid(
-                    "blobs_bundle",
-                    format!(
-                        "{} commitments, {} blobs and {} proofs: needs equal commitments and blobs and 128 proof(s) per blob",
-                        commitments.len(),
-                        blobs.len(),
-                        proofs.len()
-                    ),
-                ));
-            }
             let bundle = BlobsBundleV2 {
                 commitments,
                 proofs,

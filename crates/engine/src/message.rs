@@ -415,7 +415,7 @@ impl Message {
             Message::ForkchoiceResponse(r) => json::to_vec(r),
             Message::PayloadId(id) => json::to_vec(&(id,)),
             Message::BuiltPayload(b) => match b {
-                _ if let Some(json) = bulk::built_payload_json(b)? => Ok(json),
+                _ if let Some(view) = b.view() => view.to_json(),
                 BuiltPayload::V1(p) => json::to_vec(p),
                 BuiltPayload::V2(e) => json::to_vec(e),
                 BuiltPayload::V3(e) => json::to_vec(e),
@@ -770,19 +770,6 @@ fn new_payload_to_ssz(np: &NewPayload, fork: Fork) -> Result<Vec<u8>> {
     Ok(encode_container(&fields))
 }
 
-/// `BlobsBundleV1`/`V2` as a field: three lists of fixed-size items.
-fn bundle_field<'a, C: AsRef<[u8]>, B: AsRef<[u8]>>(
-    commitments: &'a [C],
-    proofs: &'a [C],
-    blobs: &'a [B],
-) -> SszField<'a> {
-    SszField::container(vec![
-        SszField::fixed_list(commitments),
-        SszField::fixed_list(proofs),
-        SszField::fixed_list(blobs),
-    ])
-}
-
 fn forkchoice_to_ssz(f: &Forkchoice, fork: Fork) -> Result<Vec<u8>> {
     let attrs_err = |e: wire::PayloadAttributesConversionError| Error::Invalid {
         what: format!("{fork} payload attributes"),
@@ -864,19 +851,6 @@ fn built_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<BuiltPayload>
     })
 }
 
-/// `commitments` and `blobs` must have equal length, and `proofs` `per_blob` per blob.
-fn bundle_lengths(commitments: usize, blobs: usize, proofs: usize, per_blob: usize) -> Result<()> {
-    if commitments != blobs || proofs != blobs * per_blob {
-        return Err(Error::invalid(
-            "blobs_bundle",
-            format!(
-                "{commitments} commitments, {blobs} blobs and {proofs} proofs: needs equal commitments and blobs and {per_blob} proof(s) per blob"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 fn built_to_ssz(b: &BuiltPayload, fork: Fork) -> Result<Vec<u8>> {
     let mismatch = |v: u8| {
         Error::invalid(
@@ -904,59 +878,11 @@ fn built_to_ssz(b: &BuiltPayload, fork: Fork) -> Result<Vec<u8>> {
         (BuiltPayload::V2(e), Fork::Shanghai) => wire::BuiltPayloadShanghai::try_from(e.clone())
             .map_err(|err| Error::invalid("getPayload result", err.to_string()))?
             .as_ssz_bytes(),
-        (BuiltPayload::V3(e), Fork::Cancun) => {
-            let b = &e.blobs_bundle;
-            bundle_lengths(b.commitments.len(), b.blobs.len(), b.proofs.len(), 1)?;
-            encode_container(&[
-                SszField::of(&e.execution_payload),
-                SszField::of(&e.block_value),
-                bundle_field(&b.commitments, &b.proofs, &b.blobs),
-                SszField::of(&e.should_override_builder),
-            ])
-        }
-        (BuiltPayload::V4(e), Fork::Prague) => {
-            let inner = &e.envelope_inner;
-            let b = &inner.blobs_bundle;
-            bundle_lengths(b.commitments.len(), b.blobs.len(), b.proofs.len(), 1)?;
-            encode_container(&[
-                SszField::of(&inner.execution_payload),
-                SszField::of(&inner.block_value),
-                bundle_field(&b.commitments, &b.proofs, &b.blobs),
-                SszField::of(&e.execution_requests),
-                SszField::of(&inner.should_override_builder),
-            ])
-        }
-        (BuiltPayload::V5(e), Fork::Osaka) => {
-            let b = &e.blobs_bundle;
-            bundle_lengths(
-                b.commitments.len(),
-                b.blobs.len(),
-                b.proofs.len(),
-                schema::CELLS_PER_EXT_BLOB,
-            )?;
-            encode_container(&[
-                SszField::of(&e.execution_payload),
-                SszField::of(&e.block_value),
-                bundle_field(&b.commitments, &b.proofs, &b.blobs),
-                SszField::of(&e.execution_requests),
-                SszField::of(&e.should_override_builder),
-            ])
-        }
-        (BuiltPayload::V6(e), Fork::Amsterdam) => {
-            let b = &e.blobs_bundle;
-            bundle_lengths(
-                b.commitments.len(),
-                b.blobs.len(),
-                b.proofs.len(),
-                schema::CELLS_PER_EXT_BLOB,
-            )?;
-            encode_container(&[
-                SszField::of(&e.execution_payload),
-                SszField::of(&e.block_value),
-                bundle_field(&b.commitments, &b.proofs, &b.blobs),
-                SszField::of(&e.execution_requests),
-                SszField::of(&e.should_override_builder),
-            ])
+        (BuiltPayload::V3(_), Fork::Cancun)
+        | (BuiltPayload::V4(_), Fork::Prague)
+        | (BuiltPayload::V5(_), Fork::Osaka)
+        | (BuiltPayload::V6(_), Fork::Amsterdam) => {
+            b.view().expect("V3..V6 have a view").to_ssz()?
         }
         (BuiltPayload::V2(_), _) => return Err(mismatch(2)),
         (BuiltPayload::V3(_), _) => return Err(mismatch(3)),
