@@ -33,6 +33,7 @@ pub mod fork;
 pub mod json;
 pub mod message;
 pub mod method;
+pub mod scan;
 pub mod ssz;
 pub mod translate;
 pub mod txs;

@@ -1,0 +1,210 @@
+//! A JSON scanner for what is only looked at, never decoded: the JSON-RPC envelope of a
+//! request (`method`, `id`) and the few facts a record keeps (block number, status, counts).
+//!
+//! It walks the top level of an object or array and returns the raw bytes of the values asked
+//! for; every other value is skipped, strings with `memchr` from quote to quote. Nothing is
+//! allocated and nothing is unescaped, so classifying a 20 MB getPayload answer costs a pass
+//! of `memchr` over it, not a parse. It accepts any valid JSON; on invalid JSON it returns
+//! `None` (the caller answers with a proper error or records "unknown").
+
+/// Skips whitespace from `i`.
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+/// The end (one past the closing quote) of the string starting at `b[i] == '"'`.
+fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let k = j + memchr::memchr2(b'"', b'\\', &b[j..])?;
+        if b[k] == b'"' {
+            return Some(k + 1);
+        }
+        j = k + 2; // an escape: skip the escaped byte
+        if j > b.len() {
+            return None;
+        }
+    }
+}
+
+/// The end of the value starting at `i` (after whitespace).
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match *b.get(j)? {
+                    b'"' => {
+                        j = skip_string(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            {
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
+    }
+}
+
+/// The raw values of `keys` in the top level of the object `b` (`None` per key not present),
+/// or `None` when `b` is not an object.
+pub fn object_fields<'a, const N: usize>(
+    b: &'a [u8],
+    keys: [&str; N],
+) -> Option<[Option<&'a [u8]>; N]> {
+    let mut out = [None; N];
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(out);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(b, i)?;
+        let key = &b[i + 1..key_end - 1];
+        i = ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        let end = skip_value(b, i)?;
+        if let Some(slot) = keys.iter().position(|k| k.as_bytes() == key) {
+            out[slot] = Some(&b[i..end]);
+        }
+        i = ws(b, end);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b'}' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The raw elements of the top-level array `b`, or `None` when `b` is not an array.
+pub fn array_elements(b: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        return Some(out);
+    }
+    loop {
+        let end = skip_value(b, i)?;
+        out.push(&b[i..end]);
+        i = ws(b, end);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b']' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The contents of a JSON string without escapes (`"0x12"` -> `0x12`), `None` otherwise.
+pub fn plain_str(raw: &[u8]) -> Option<&str> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.contains(&b'\\') {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
+}
+
+/// A JSON QUANTITY (`"0x1b4"`) as a number.
+pub fn quantity(raw: &[u8]) -> Option<u64> {
+    u64::from_str_radix(plain_str(raw)?.strip_prefix("0x")?, 16).ok()
+}
+
+/// The JSON-RPC envelope of one request or response object.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Envelope<'a> {
+    /// `method`, when it is a plain string.
+    pub method: Option<&'a str>,
+    /// `id`, raw JSON.
+    pub id: Option<&'a [u8]>,
+    /// `params`, raw JSON.
+    pub params: Option<&'a [u8]>,
+    /// `result`, raw JSON.
+    pub result: Option<&'a [u8]>,
+    /// `error`, raw JSON.
+    pub error: Option<&'a [u8]>,
+}
+
+/// Scans one JSON-RPC object; `None` when it is not a JSON object.
+pub fn envelope(b: &[u8]) -> Option<Envelope<'_>> {
+    let [method, id, params, result, error] =
+        object_fields(b, ["method", "id", "params", "result", "error"])?;
+    Some(Envelope {
+        method: method.and_then(plain_str),
+        id,
+        params,
+        result,
+        error,
+    })
+}
+
+/// The objects of a JSON-RPC body: one for a single call, the elements for a batch.
+pub fn calls(b: &[u8]) -> Option<Vec<&[u8]>> {
+    let i = ws(b, 0);
+    match b.get(i)? {
+        b'[' => array_elements(b),
+        b'{' => Some(vec![b]),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_reads_method_and_id_and_skips_params() {
+        let body = br#" {"jsonrpc":"2.0","params":[{"a":"x\"}y","b":[1,{"c":"]"}]}],"method":"engine_newPayloadV4","id":7} "#;
+        let e = envelope(body).unwrap();
+        assert_eq!(e.method, Some("engine_newPayloadV4"));
+        assert_eq!(e.id, Some(&b"7"[..]));
+        assert_eq!(e.params.unwrap(), br#"[{"a":"x\"}y","b":[1,{"c":"]"}]}]"#);
+        assert_eq!(e.result, None);
+    }
+
+    #[test]
+    fn batches_split_and_bad_json_is_none() {
+        let calls = calls(br#"[{"id":1,"method":"a"}, {"id":"two","method":"b"}]"#).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(envelope(calls[1]).unwrap().id, Some(&br#""two""#[..]));
+        assert!(envelope(br#"{"method":"a""#).is_none());
+        assert!(envelope(br#"{"method" "a"}"#).is_none());
+        assert!(envelope(b"[1]").is_none());
+        assert!(super::calls(b"nope").is_none());
+        assert_eq!(array_elements(b"[]").unwrap().len(), 0);
+        assert_eq!(quantity(br#""0x1b4""#), Some(436));
+        assert_eq!(quantity(br#""1b4""#), None);
+    }
+}
