@@ -5,6 +5,7 @@
 //! exit 2 (clap's); a closed stdout (`sszgate … | head`) is not an error.
 
 mod convert;
+mod proxy;
 
 // Large Engine API messages (10-20 MB) are built and dropped on every call; mimalloc reuses
 // those buffers where glibc maps and faults them in anew (docs/benchmarks.md: SSZ encode of a
@@ -28,7 +29,9 @@ use clap::{Parser, Subcommand};
     propagate_version = true,
     max_term_width = 100
 )]
-#[command(after_help = "Planned, not yet available: proxy, drive, devnet, bench, report, verify.")]
+#[command(
+    after_help = "Planned, not yet available: drive, devnet, bench, report, verify; and in proxy: the REST-SSZ <-> JSON-RPC bridge."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,14 +41,24 @@ struct Cli {
 enum Command {
     /// Convert one Engine API message between its JSON-RPC and REST-SSZ forms.
     Convert(convert::ConvertArgs),
+    /// Relay and record every Engine API call between a CL and an EL.
+    Proxy(proxy::ProxyArgs),
     /// Print the JSON-RPC ⇄ REST-SSZ method table.
     Methods,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SSZGATE_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
+        Command::Proxy(args) => proxy::run(args),
         Command::Methods => convert::print_methods(),
     };
     match result {

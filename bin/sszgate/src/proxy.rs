@@ -1,0 +1,220 @@
+//! `sszgate proxy`: flags, resolved into a `ProxyConfig`, then the relay and the control
+//! server until SIGINT/SIGTERM, then a graceful drain (in-flight calls finish, queued records
+//! are written).
+
+use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use sszgate_gateway::{JwtSecret, ProxyConfig, Upstream};
+use sszgate_record::{Recorder, Sink, SinkSpec};
+use tokio::net::TcpListener;
+
+/// Arguments of `sszgate proxy`.
+#[derive(Debug, Args)]
+pub(crate) struct ProxyArgs {
+    /// The execution client's Engine API URL, e.g. http://127.0.0.1:8551.
+    #[arg(long, env = "SSZGATE_UPSTREAM", help_heading = "Relay")]
+    upstream: String,
+
+    /// Address the CL connects to (JSON-RPC, REST-SSZ and WebSocket on one port).
+    #[arg(
+        long,
+        env = "SSZGATE_LISTEN",
+        default_value = "127.0.0.1:8551",
+        help_heading = "Relay"
+    )]
+    listen: SocketAddr,
+
+    /// Time the EL has to start answering a call, e.g. 8s or 500ms; then the CL gets a 504.
+    #[arg(long, env = "SSZGATE_UPSTREAM_TIMEOUT", default_value = "8s", value_parser = humantime::parse_duration, help_heading = "Relay")]
+    upstream_timeout: Duration,
+
+    /// Largest request body accepted, bytes (the REST-SSZ spec's MAX_REQUEST_BODY_SIZE).
+    #[arg(long, env = "SSZGATE_MAX_BODY", default_value_t = 64 << 20, help_heading = "Relay")]
+    max_body: usize,
+
+    /// Speak h2c (HTTP/2 with prior knowledge) to the EL instead of HTTP/1.1.
+    #[arg(long, env = "SSZGATE_UPSTREAM_HTTP2", help_heading = "Relay")]
+    upstream_http2: bool,
+
+    /// The Engine API JWT secret (a file with 64 hex digits, or the hex itself), used only to
+    /// ask the EL its client version for the records; the CL's own tokens pass through.
+    #[arg(
+        long,
+        env = "SSZGATE_JWT_SECRET",
+        hide_env_values = true,
+        help_heading = "Relay"
+    )]
+    jwt_secret: Option<String>,
+
+    /// Where records go; repeatable: sqlite:PATH, jsonl:PATH, jsonl:- (stdout), none.
+    #[arg(
+        long = "store",
+        env = "SSZGATE_STORE",
+        value_delimiter = ',',
+        default_value = "sqlite:sszgate.db",
+        help_heading = "Recording"
+    )]
+    stores: Vec<String>,
+
+    /// A label stamped on every record, KEY=VALUE; repeatable (e.g. node=mainnet-1, cl=lighthouse).
+    #[arg(long = "label", value_parser = parse_label, help_heading = "Recording")]
+    labels: Vec<(String, String)>,
+
+    /// Records queued for writing at most; beyond that records are dropped and counted, the
+    /// CL's calls never wait.
+    #[arg(
+        long,
+        env = "SSZGATE_QUEUE",
+        default_value_t = 65_536,
+        help_heading = "Recording"
+    )]
+    queue: usize,
+
+    /// Address of /metrics (Prometheus) and /_sszgate/status; loopback by default.
+    #[arg(
+        long,
+        env = "SSZGATE_METRICS",
+        default_value = "127.0.0.1:9551",
+        help_heading = "Recording"
+    )]
+    metrics: SocketAddr,
+}
+
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}
+
+fn jwt(value: &str) -> Result<JwtSecret> {
+    let text = if Path::new(value).exists() {
+        std::fs::read_to_string(value)
+            .with_context(|| format!("reading the JWT secret file {value}"))?
+    } else {
+        value.to_string()
+    };
+    JwtSecret::from_hex(&text).with_context(|| {
+        format!(
+            "--jwt-secret {}",
+            if Path::new(value).exists() {
+                value
+            } else {
+                "(hex)"
+            }
+        )
+    })
+}
+
+pub(crate) fn run(args: ProxyArgs) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Large Engine API bodies (blob bundles) are handled on these threads.
+        .thread_stack_size(8 << 20)
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: ProxyArgs) -> Result<()> {
+    let upstream = Upstream::new(&args.upstream, args.upstream_timeout, args.upstream_http2)?;
+    let secret = args.jwt_secret.as_deref().map(jwt).transpose()?;
+    let mut sinks = Vec::new();
+    for spec in &args.stores {
+        let spec: SinkSpec = spec.parse()?;
+        if let Some(sink) =
+            Sink::open(&spec).with_context(|| format!("opening --store {spec:?}"))?
+        {
+            sinks.push(sink);
+        }
+    }
+    if args.queue == 0 {
+        bail!("--queue must be at least 1");
+    }
+    let sink_names: Vec<String> = sinks.iter().map(Sink::name).collect();
+    let recorder = Arc::new(Recorder::start(
+        sinks,
+        "proxy",
+        args.labels.clone(),
+        args.queue,
+    ));
+    let cl_label = args
+        .labels
+        .iter()
+        .find(|(k, _)| k == "cl")
+        .map(|(_, v)| v.clone());
+    let config = Arc::new(ProxyConfig {
+        upstream,
+        max_body: args.max_body,
+        cl_label,
+    });
+
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let control = TcpListener::bind(args.metrics)
+        .await
+        .with_context(|| format!("listening on {} (--metrics)", args.metrics))?;
+    tracing::info!(listen = %listener.local_addr()?, upstream = config.upstream.url(), metrics = %control.local_addr()?, stores = ?sink_names, "sszgate proxy started");
+
+    if let Some(secret) = secret {
+        let config = config.clone();
+        let recorder = recorder.clone();
+        tokio::spawn(async move {
+            match config.upstream.client_version(&secret).await {
+                Some(version) => {
+                    tracing::info!(el = %version, "execution client identified");
+                    recorder.set_el_client(Some(version));
+                }
+                None => tracing::warn!(
+                    "could not ask the EL its client version (engine_getClientVersionV1)"
+                ),
+            }
+        });
+    }
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let control_task = tokio::spawn(sszgate_gateway::serve_control(
+        control,
+        config.clone(),
+        recorder.clone(),
+        stopped(stop_rx.clone()),
+    ));
+    let relay = tokio::spawn(sszgate_gateway::serve(
+        listener,
+        config,
+        recorder.clone(),
+        stopped(stop_rx),
+    ));
+
+    shutdown_signal().await;
+    tracing::info!("stopping: finishing in-flight calls and writing queued records");
+    let _ = stop_tx.send(true);
+    relay.await.context("relay task")??;
+    control_task.await.context("control task")??;
+    let recorder_for_shutdown = recorder.clone();
+    tokio::task::spawn_blocking(move || recorder_for_shutdown.shutdown())
+        .await
+        .context("recorder shutdown")?;
+    let stats = recorder.stats();
+    tracing::info!(
+        recorded = stats.recorded,
+        dropped = stats.dropped,
+        "stopped"
+    );
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

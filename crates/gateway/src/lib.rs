@@ -1,0 +1,50 @@
+//! The HTTP side of sszgate: the snooping Engine API relay, its upstream client, and the
+//! control endpoints (`/metrics`, `/_sszgate/status`).
+//!
+//! # Hot-path rules
+//! 1. Never parse what is only relayed. A JSON-RPC request is checked with a scanner that reads
+//!    the envelope (`method`, `id`) and skips `params`; a REST request by its path and headers.
+//!    Responses are streamed back frame by frame, unparsed.
+//! 2. Never wait for recording. The response body is wrapped in a tap that keeps refcounted
+//!    handles (`bytes::Bytes`) of the frames it forwards; when the body ends (or the CL goes
+//!    away) the tap hands one capture to the recorder's bounded queue with `try_send`.
+//! 3. One pooled upstream client for every call; no per-call client.
+//!
+//! Call lifecycle: accept → classify → forward (pooled client) → respond (streamed through the
+//! tap) → record (once, failures included). Errors the gateway answers itself (bad envelope,
+//! body too large, unknown path, upstream refused or timed out) are shaped for the caller's
+//! transport: a JSON-RPC error object, or problem+json for REST.
+//!
+//! Not here: what the messages mean (`sszgate-engine`), what is recorded and where
+//! (`sszgate-record`).
+
+mod classify;
+mod control;
+mod jwt;
+mod proxy;
+mod tap;
+mod upstream;
+
+pub use control::serve_control;
+pub use jwt::JwtSecret;
+pub use proxy::{ProxyConfig, serve};
+pub use upstream::{Upstream, UpstreamHealth};
+
+/// Errors that stop the gateway from starting (not per-call errors, which are answered).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The upstream URL is not usable.
+    #[error("invalid upstream URL {url:?}: {detail}")]
+    Upstream {
+        /// The URL given.
+        url: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A JWT secret that is not 32 bytes of hex.
+    #[error("invalid JWT secret: {0}")]
+    Jwt(String),
+    /// A socket error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,427 @@
+//! The snooping relay: one port for JSON-RPC (`POST /`, single and batch), REST-SSZ
+//! (`/engine/v1/...`) and WebSocket upgrades, over HTTP/1.1 and h2c.
+
+use std::{
+    convert::Infallible,
+    future::Future,
+    sync::Arc,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use hyper::{body::Incoming, service::service_fn};
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo},
+    server::conn::auto,
+};
+use sszgate_engine::{Problem, method};
+use sszgate_record::{Capture, ErrorSide, Recorder, Transport};
+use tokio::net::TcpListener;
+
+use crate::{
+    classify::{self, Class, Refusal},
+    tap::{Tap, Timing},
+    upstream::{Upstream, UpstreamError},
+};
+
+/// The response body type of the relay: a tapped upstream body or a gateway answer.
+type ResponseBody = UnsyncBoxBody<Bytes, hyper::Error>;
+
+/// Resolved settings of `sszgate proxy`.
+pub struct ProxyConfig {
+    /// The EL.
+    pub upstream: Upstream,
+    /// Largest request body accepted, bytes (the spec's `MAX_REQUEST_BODY_SIZE` by default).
+    pub max_body: usize,
+    /// The CL name recorded when it sends no `X-Engine-Client-Version`.
+    pub cl_label: Option<String>,
+}
+
+/// Headers that describe one hop and are not forwarded (RFC 9110 § 7.6.1), plus `host`, which
+/// the client sets for the upstream.
+const HOP_BY_HOP: [header::HeaderName; 8] = [
+    header::CONNECTION,
+    header::HOST,
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+fn forwardable(headers: &HeaderMap) -> impl Iterator<Item = (&header::HeaderName, &HeaderValue)> {
+    headers
+        .iter()
+        .filter(|(name, _)| !HOP_BY_HOP.contains(name) && name.as_str() != "keep-alive")
+}
+
+/// Serves the relay on `listener` until `shutdown` resolves; in-flight connections finish.
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<ProxyConfig>,
+    recorder: Arc<Recorder>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let connections = tokio_util_tasks::Tasks::default();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => accepted?,
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let config = config.clone();
+        let recorder = recorder.clone();
+        connections.spawn(async move {
+            let service =
+                service_fn(move |request| handle(request, config.clone(), recorder.clone()));
+            let builder = auto::Builder::new(TokioExecutor::new());
+            if let Err(e) = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    connections.wait(Duration::from_secs(30)).await;
+    Ok(())
+}
+
+/// Tracks spawned connection tasks so shutdown can wait for them.
+mod tokio_util_tasks {
+    use std::time::Duration;
+
+    use tokio::task::JoinSet;
+
+    #[derive(Default)]
+    pub(crate) struct Tasks(std::sync::Mutex<JoinSet<()>>);
+
+    impl Tasks {
+        pub(crate) fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+            let mut set = self.0.lock().expect("tasks lock");
+            while set.try_join_next().is_some() {}
+            set.spawn(task);
+        }
+
+        pub(crate) async fn wait(&self, limit: Duration) {
+            let mut set = std::mem::take(&mut *self.0.lock().expect("tasks lock"));
+            let _ = tokio::time::timeout(limit, async { while set.join_next().await.is_some() {} })
+                .await;
+        }
+    }
+}
+
+fn now_unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn http_version(version: http::Version) -> &'static str {
+    match version {
+        http::Version::HTTP_2 => "HTTP/2",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        _ => "HTTP/1.1",
+    }
+}
+
+fn full(bytes: Bytes) -> ResponseBody {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// One call: read, classify, forward, and answer with a tapped body (or a gateway answer).
+async fn handle(
+    request: Request<Incoming>,
+    config: Arc<ProxyConfig>,
+    recorder: Arc<Recorder>,
+) -> Result<Response<ResponseBody>, Infallible> {
+    let arrived = Instant::now();
+    let mut capture = Capture {
+        arrival_unix_us: now_unix_us(),
+        http_version: http_version(request.version()),
+        target: request
+            .uri()
+            .path_and_query()
+            .map_or("/".into(), |pq| pq.as_str().to_string()),
+        fork: header_str(request.headers(), method::FORK_HEADER),
+        cl_client: header_str(request.headers(), method::CLIENT_VERSION_HEADER)
+            .or_else(|| config.cl_label.clone()),
+        encodings: (header_str(request.headers(), "content-encoding"), None),
+        ..Capture::default()
+    };
+    if is_websocket_upgrade(request.headers()) {
+        return Ok(crate::proxy::websocket(request, config, recorder, capture, arrived).await);
+    }
+    let (parts, body) = request.into_parts();
+    let json_rpc_path = classify::is_json_rpc(&parts.method, parts.uri.path());
+    capture.transport = Some(if json_rpc_path {
+        Transport::JsonRpc
+    } else {
+        Transport::RestSsz
+    });
+
+    // Read the body, bounded: nothing over the limit is buffered or forwarded.
+    let body = match Limited::new(body, config.max_body).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let (problem, message) = if e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                (
+                    Problem::RequestTooLarge,
+                    format!("request body over the limit of {} bytes", config.max_body),
+                )
+            } else {
+                (
+                    Problem::InvalidRequest,
+                    format!("reading the request body failed: {e}"),
+                )
+            };
+            let refusal = Refusal {
+                problem,
+                message,
+                id: None,
+            };
+            return Ok(refuse(
+                refusal,
+                json_rpc_path,
+                capture,
+                arrived,
+                &recorder,
+                ErrorSide::Cl,
+            ));
+        }
+    };
+    capture.request = body.clone();
+
+    let class = match classify::classify(&parts.method, &capture.target, &parts.headers, &body) {
+        Ok(class) => class,
+        Err(mut refusal) => {
+            if refusal.id.is_none() && json_rpc_path {
+                refusal.id = classify::first_id(&body);
+            }
+            return Ok(refuse(
+                refusal,
+                json_rpc_path,
+                capture,
+                arrived,
+                &recorder,
+                ErrorSide::Cl,
+            ));
+        }
+    };
+    capture.transport = Some(class.transport());
+    match &class {
+        Class::JsonRpc { method } => capture.method = method.clone(),
+        Class::Rest(route) => capture.route = Some(route.clone()),
+    }
+
+    // Forward: same method, target, headers (less hop-by-hop), body byte for byte.
+    let mut upstream_request = Request::builder()
+        .method(parts.method.clone())
+        .uri(config.upstream.uri(&capture.target));
+    for (name, value) in forwardable(&parts.headers) {
+        upstream_request = upstream_request.header(name, value);
+    }
+    let upstream_request = upstream_request
+        .body(Full::new(body))
+        .expect("a copy of a valid request");
+    let sent = Instant::now();
+    let response = match config.upstream.send(upstream_request).await {
+        Ok(response) => response,
+        Err(e) => {
+            let problem = match e {
+                UpstreamError::Timeout(..) => Problem::Internal,
+                UpstreamError::Failed(..) => Problem::Internal,
+            };
+            let status = match e {
+                UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
+                UpstreamError::Failed(..) => StatusCode::BAD_GATEWAY,
+            };
+            let id = if json_rpc_path {
+                classify::first_id(&capture.request)
+            } else {
+                None
+            };
+            let refusal = Refusal {
+                problem,
+                message: e.to_string(),
+                id,
+            };
+            let mut response = refuse(
+                refusal,
+                json_rpc_path,
+                capture,
+                arrived,
+                &recorder,
+                ErrorSide::El,
+            );
+            *response.status_mut() = status;
+            return Ok(response);
+        }
+    };
+    let head = Instant::now();
+    let (mut parts, incoming) = response.into_parts();
+    capture.status = parts.status.as_u16();
+    capture.encodings.1 = header_str(&parts.headers, "content-encoding");
+    for name in HOP_BY_HOP {
+        parts.headers.remove(name);
+    }
+    let tap = Tap::new(
+        incoming,
+        capture,
+        Timing {
+            arrived,
+            sent,
+            head,
+        },
+        recorder,
+    );
+    Ok(Response::from_parts(parts, tap.boxed_unsync()))
+}
+
+/// Answers a request the gateway refuses, in the caller's transport, and records it.
+fn refuse(
+    refusal: Refusal,
+    json_rpc: bool,
+    mut capture: Capture,
+    arrived: Instant,
+    recorder: &Recorder,
+    side: ErrorSide,
+) -> Response<ResponseBody> {
+    let (status, content_type, body) = if json_rpc {
+        // JSON-RPC errors travel in a 200 answer, as JSON-RPC servers send them, except what
+        // HTTP itself must say (too large, upstream failures: set by the caller).
+        let status = if refusal.problem == Problem::RequestTooLarge {
+            StatusCode::PAYLOAD_TOO_LARGE
+        } else {
+            StatusCode::OK
+        };
+        (
+            status,
+            method::JSON_CONTENT_TYPE,
+            classify::json_rpc_error(&refusal),
+        )
+    } else {
+        let status =
+            StatusCode::from_u16(refusal.problem.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+        (
+            status,
+            method::PROBLEM_CONTENT_TYPE,
+            classify::problem_json(&refusal),
+        )
+    };
+    capture.status = status.as_u16();
+    capture.error_side = Some(side);
+    capture.error_message = Some(refusal.message.clone());
+    capture.response = vec![body.clone()];
+    capture.total_us = arrived.elapsed().as_micros() as u64;
+    recorder.record(capture);
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(full(body))
+        .expect("a valid response")
+}
+
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    let has = |name: header::HeaderName, token: &str| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
+}
+
+/// Relays a WebSocket upgrade: the handshake goes upstream as it is; after both sides switch
+/// protocols the two connections are joined byte for byte. The connection is recorded once,
+/// with the bytes that crossed each way (frames are not decoded into calls).
+async fn websocket(
+    request: Request<Incoming>,
+    config: Arc<ProxyConfig>,
+    recorder: Arc<Recorder>,
+    mut capture: Capture,
+    arrived: Instant,
+) -> Response<ResponseBody> {
+    capture.transport = Some(Transport::WebSocket);
+    let mut upstream_request = Request::builder()
+        .method(request.method().clone())
+        .uri(config.upstream.uri(&capture.target));
+    for (name, value) in request.headers().iter().filter(|(n, _)| *n != header::HOST) {
+        upstream_request = upstream_request.header(name, value);
+    }
+    let upstream_request = upstream_request
+        .body(Full::new(Bytes::new()))
+        .expect("a copy of a valid request");
+    let response = match config.upstream.send(upstream_request).await {
+        Ok(response) => response,
+        Err(e) => {
+            let refusal = Refusal {
+                problem: Problem::Internal,
+                message: e.to_string(),
+                id: None,
+            };
+            let mut response = refuse(refusal, true, capture, arrived, &recorder, ErrorSide::El);
+            *response.status_mut() = StatusCode::BAD_GATEWAY;
+            return response;
+        }
+    };
+    capture.status = response.status().as_u16();
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        // The EL refused the upgrade (401 without a token, say): relay its answer as it is.
+        let (parts, body) = response.into_parts();
+        let sent = Instant::now();
+        let tap = Tap::new(
+            body,
+            capture,
+            Timing {
+                arrived,
+                sent,
+                head: sent,
+            },
+            recorder,
+        );
+        return Response::from_parts(parts, tap.boxed_unsync());
+    }
+    let mut answer = Response::builder().status(StatusCode::SWITCHING_PROTOCOLS);
+    for (name, value) in response.headers() {
+        answer = answer.header(name, value);
+    }
+    tokio::spawn(async move {
+        let (client, upstream) =
+            match tokio::try_join!(hyper::upgrade::on(request), hyper::upgrade::on(response)) {
+                Ok(pair) => pair,
+                Err(e) => {
+                    tracing::debug!(error = %e, "websocket upgrade failed");
+                    return;
+                }
+            };
+        let mut client = TokioIo::new(client);
+        let mut upstream = TokioIo::new(upstream);
+        let copied = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        if let Ok((up, down)) = copied {
+            capture.request = Bytes::new();
+            capture.encodings.0 = Some(format!(
+                "websocket: {up} bytes to the EL, {down} bytes to the CL"
+            ));
+        }
+        capture.total_us = arrived.elapsed().as_micros() as u64;
+        recorder.record(capture);
+    });
+    answer.body(full(Bytes::new())).expect("a valid response")
+}

@@ -1,0 +1,124 @@
+//! The response tap: relays the upstream body frame by frame and keeps refcounted handles of
+//! the frames; when the body ends, fails, or is dropped (the CL went away), it hands exactly
+//! one capture to the recorder. Nothing is copied or parsed here.
+
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Instant,
+};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use sszgate_record::{Capture, ErrorSide, Recorder};
+
+/// The timing anchors of a call.
+pub(crate) struct Timing {
+    /// When the request head arrived.
+    pub(crate) arrived: Instant,
+    /// When the request went upstream.
+    pub(crate) sent: Instant,
+    /// When the upstream response head arrived.
+    pub(crate) head: Instant,
+}
+
+/// A response body that records itself when it ends.
+pub(crate) struct Tap {
+    inner: Incoming,
+    frames: Vec<Bytes>,
+    capture: Option<Capture>,
+    timing: Timing,
+    recorder: Arc<Recorder>,
+}
+
+impl Tap {
+    pub(crate) fn new(
+        inner: Incoming,
+        capture: Capture,
+        timing: Timing,
+        recorder: Arc<Recorder>,
+    ) -> Tap {
+        Tap {
+            inner,
+            frames: Vec::new(),
+            capture: Some(capture),
+            timing,
+            recorder,
+        }
+    }
+
+    fn finish(&mut self, failure: Option<(ErrorSide, String)>) {
+        let Some(mut capture) = self.capture.take() else {
+            return;
+        };
+        let now = Instant::now();
+        capture.response = std::mem::take(&mut self.frames);
+        capture.upstream_ttfb_us = Some(
+            self.timing
+                .head
+                .duration_since(self.timing.sent)
+                .as_micros() as u64,
+        );
+        capture.upstream_ttlb_us = Some(now.duration_since(self.timing.sent).as_micros() as u64);
+        capture.total_us = now.duration_since(self.timing.arrived).as_micros() as u64;
+        if let Some((side, message)) = failure {
+            capture.error_side = Some(side);
+            capture.error_message = Some(message);
+        }
+        self.recorder.record(capture);
+    }
+}
+
+impl Body for Tap {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.frames.push(data.clone());
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.finish(Some((ErrorSide::El, format!("upstream body failed: {e}"))));
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Ready(None) => {
+                this.finish(None);
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        if self.capture.is_some() {
+            // An empty body may end without ever being polled.
+            let failure = (!self.inner.is_end_stream()).then(|| {
+                (
+                    ErrorSide::Cl,
+                    "the CL went away before the response ended".to_string(),
+                )
+            });
+            self.finish(failure);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The upstream EL: one pooled HTTP client for every call (HTTP/1.1 keep-alive, or h2c with
+//! prior knowledge when asked), a per-call timeout for the response head, and a health record
+//! for the status endpoint.
+
+use std::{
+    sync::Mutex,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use bytes::Bytes;
+use http::{Request, Response, Uri, uri::PathAndQuery};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use serde::Serialize;
+
+use crate::{Error, JwtSecret};
+
+/// What the status endpoint says about the upstream.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UpstreamHealth {
+    /// Last successful answer, ms since the Unix epoch.
+    pub last_ok_unix_ms: Option<u64>,
+    /// The last failure, if the last call failed.
+    pub last_error: Option<String>,
+    /// Failures in a row.
+    pub consecutive_errors: u64,
+    /// The EL's client version, when it could be asked.
+    pub el_client: Option<String>,
+}
+
+/// Why a call to the upstream failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpstreamError {
+    /// Connection refused, reset, or closed before an answer.
+    #[error("upstream {0}: {1}")]
+    Failed(String, String),
+    /// No response head within the timeout.
+    #[error("upstream {0} did not answer within {1:?}")]
+    Timeout(String, Duration),
+}
+
+/// The upstream execution client.
+pub struct Upstream {
+    scheme: http::uri::Scheme,
+    authority: http::uri::Authority,
+    base_path: String,
+    client: Client<HttpConnector, Full<Bytes>>,
+    timeout: Duration,
+    health: Mutex<UpstreamHealth>,
+    display: String,
+}
+
+impl Upstream {
+    /// An upstream at `url` (`http://host:port[/base]`). `http2` selects h2c with prior
+    /// knowledge instead of HTTP/1.1.
+    pub fn new(url: &str, timeout: Duration, http2: bool) -> Result<Upstream, Error> {
+        let bad = |detail: &str| Error::Upstream {
+            url: url.to_string(),
+            detail: detail.to_string(),
+        };
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+        let scheme = uri
+            .scheme()
+            .cloned()
+            .ok_or_else(|| bad("needs a scheme (http://)"))?;
+        if scheme != http::uri::Scheme::HTTP {
+            return Err(bad(
+                "only http:// is supported (the Engine API is cleartext; put TLS in front)",
+            ));
+        }
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| bad("needs a host and port"))?;
+        let base_path = uri.path().trim_end_matches('/').to_string();
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(32);
+        if http2 {
+            builder
+                .http2_only(true)
+                .http2_initial_stream_window_size(1 << 20)
+                .http2_initial_connection_window_size(4 << 20);
+        }
+        Ok(Upstream {
+            display: format!("{scheme}://{authority}{base_path}"),
+            scheme,
+            authority,
+            base_path,
+            client: builder.build(connector),
+            timeout,
+            health: Mutex::new(UpstreamHealth::default()),
+        })
+    }
+
+    /// The upstream URL, for logs.
+    pub fn url(&self) -> &str {
+        &self.display
+    }
+
+    /// The URI of `path_and_query` at the upstream.
+    pub(crate) fn uri(&self, path_and_query: &str) -> Uri {
+        let pq: PathAndQuery = format!("{}{}", self.base_path, path_and_query)
+            .parse()
+            .unwrap_or_else(|_| PathAndQuery::from_static("/"));
+        Uri::builder()
+            .scheme(self.scheme.clone())
+            .authority(self.authority.clone())
+            .path_and_query(pq)
+            .build()
+            .expect("valid parts")
+    }
+
+    /// Sends a request and waits for the response head, within the timeout.
+    pub(crate) async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        let result = match tokio::time::timeout(self.timeout, self.client.request(request)).await {
+            Err(_) => Err(UpstreamError::Timeout(self.display.clone(), self.timeout)),
+            Ok(Err(e)) => {
+                let mut detail = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    detail.push_str(": ");
+                    detail.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                Err(UpstreamError::Failed(self.display.clone(), detail))
+            }
+            Ok(Ok(response)) => Ok(response),
+        };
+        let mut health = self.health.lock().expect("health lock");
+        match &result {
+            Ok(_) => {
+                health.last_ok_unix_ms = Some(
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64),
+                );
+                health.last_error = None;
+                health.consecutive_errors = 0;
+            }
+            Err(e) => {
+                health.last_error = Some(e.to_string());
+                health.consecutive_errors += 1;
+            }
+        }
+        result
+    }
+
+    /// The health record.
+    pub fn health(&self) -> UpstreamHealth {
+        self.health.lock().expect("health lock").clone()
+    }
+
+    /// Asks the EL's client version (`engine_getClientVersionV1`) with the gateway's own JWT:
+    /// `code/name/version/commit` of the first entry, or `None` when it cannot be had.
+    pub async fn client_version(&self, jwt: &JwtSecret) -> Option<String> {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"engine_getClientVersionV1","params":[{"code":"SG","name":"sszgate","version":"0.1.0","commit":"00000000"}]}"#;
+        let request = Request::post(self.uri("/"))
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", jwt.token()),
+            )
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .ok()?;
+        let response = self.send(request).await.ok()?;
+        let bytes = response.into_body().collect().await.ok()?.to_bytes();
+        let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        let first = value.get("result")?.get(0)?;
+        let field = |k: &str| {
+            first
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
+        let version = format!(
+            "{}/{}/{}/{}",
+            field("code"),
+            field("name"),
+            field("version"),
+            field("commit")
+        );
+        self.health.lock().expect("health lock").el_client = Some(version.clone());
+        Some(version)
+    }
+}

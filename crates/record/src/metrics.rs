@@ -1,0 +1,167 @@
+//! Prometheus metrics of the calls, in their own registry (one per recorder, so several
+//! gateways in one process, such as tests, do not mix their figures).
+//!
+//! Updated by the recorder's worker from finished records, never on the forward path; only
+//! the dropped-record counter is touched by the gateway, and it is an atomic.
+
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+use crate::record::Record;
+
+/// Labels of the per-method metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    /// JSON-RPC method (or the method a REST resource stands for), `unknown` otherwise.
+    pub method: String,
+    /// Transport name.
+    pub transport: String,
+}
+
+/// Labels of the call counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabels {
+    /// Method.
+    pub method: String,
+    /// Transport.
+    pub transport: String,
+    /// HTTP status.
+    pub status: String,
+}
+
+/// The metrics of one recorder.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<StatusLabels, Counter>,
+    errors: Family<CallLabels, Counter>,
+    duration: Family<CallLabels, Histogram>,
+    overhead: Family<CallLabels, Histogram>,
+    request_bytes: Family<CallLabels, Histogram>,
+    response_bytes: Family<CallLabels, Histogram>,
+    /// Records dropped because the queue was full.
+    pub dropped: Counter,
+    /// Records waiting in the queue.
+    pub queue_depth: Gauge,
+}
+
+fn seconds_buckets() -> impl Iterator<Item = f64> {
+    // 10 µs .. ~21 s, doubling.
+    prometheus_client::metrics::histogram::exponential_buckets(1e-5, 2.0, 22)
+}
+
+fn bytes_buckets() -> impl Iterator<Item = f64> {
+    // 64 B .. 64 MiB, by 4.
+    prometheus_client::metrics::histogram::exponential_buckets(64.0, 4.0, 11)
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every sszgate metric registered.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("sszgate");
+        let calls = Family::<StatusLabels, Counter>::default();
+        let errors = Family::<CallLabels, Counter>::default();
+        let duration = Family::<CallLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(seconds_buckets())
+        });
+        let overhead = Family::<CallLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(seconds_buckets())
+        });
+        let request_bytes = Family::<CallLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(bytes_buckets())
+        });
+        let response_bytes = Family::<CallLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(bytes_buckets())
+        });
+        let dropped = Counter::default();
+        let queue_depth = Gauge::default();
+        registry.register("calls", "Engine API calls relayed", calls.clone());
+        registry.register(
+            "errors",
+            "Calls answered with an error (JSON-RPC error, problem+json or HTTP >= 400)",
+            errors.clone(),
+        );
+        registry.register(
+            "call_duration_seconds",
+            "Time at the proxy from request head to last response byte",
+            duration.clone(),
+        );
+        registry.register(
+            "overhead_seconds",
+            "Time at the proxy minus the upstream's time",
+            overhead.clone(),
+        );
+        registry.register("request_bytes", "Request body size", request_bytes.clone());
+        registry.register(
+            "response_bytes",
+            "Response body size",
+            response_bytes.clone(),
+        );
+        registry.register(
+            "records_dropped",
+            "Records dropped because the recorder queue was full",
+            dropped.clone(),
+        );
+        registry.register(
+            "record_queue_depth",
+            "Records waiting to be written",
+            queue_depth.clone(),
+        );
+        Metrics {
+            registry,
+            calls,
+            errors,
+            duration,
+            overhead,
+            request_bytes,
+            response_bytes,
+            dropped,
+            queue_depth,
+        }
+    }
+
+    /// Accounts one finished record.
+    pub fn observe(&self, r: &Record) {
+        let labels = CallLabels {
+            method: r.method.clone().unwrap_or_else(|| "unknown".into()),
+            transport: r.transport.to_string(),
+        };
+        self.calls
+            .get_or_create(&StatusLabels {
+                method: labels.method.clone(),
+                transport: labels.transport.clone(),
+                status: r.status.to_string(),
+            })
+            .inc();
+        if r.status >= 400 || r.facts.error_code.is_some() {
+            self.errors.get_or_create(&labels).inc();
+        }
+        self.duration
+            .get_or_create(&labels)
+            .observe(r.total_us as f64 / 1e6);
+        if let Some(o) = r.overhead_us {
+            self.overhead.get_or_create(&labels).observe(o as f64 / 1e6);
+        }
+        self.request_bytes
+            .get_or_create(&labels)
+            .observe(r.request_bytes as f64);
+        self.response_bytes
+            .get_or_create(&labels)
+            .observe(r.response_bytes as f64);
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}

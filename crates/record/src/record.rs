@@ -1,0 +1,187 @@
+//! The call record: one per Engine API call (one per element of a JSON-RPC batch).
+
+use bytes::Bytes;
+use serde::Serialize;
+
+/// The transport a call used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// JSON-RPC over HTTP `POST /`.
+    JsonRpc,
+    /// REST-SSZ under `/engine/v1/`.
+    RestSsz,
+    /// JSON-RPC over a WebSocket.
+    WebSocket,
+    /// Anything else that was relayed (unknown paths).
+    Other,
+}
+
+impl Transport {
+    /// The name stored in records and metric labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::JsonRpc => "json-rpc",
+            Transport::RestSsz => "rest-ssz",
+            Transport::WebSocket => "websocket",
+            Transport::Other => "other",
+        }
+    }
+}
+
+/// Which side an error came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorSide {
+    /// The consensus client sent something wrong (bad envelope, too large, no such path).
+    Cl,
+    /// The execution client answered an error or failed (refused, reset, timed out).
+    El,
+    /// The gateway itself.
+    Gateway,
+}
+
+impl ErrorSide {
+    /// The name stored in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorSide::Cl => "cl",
+            ErrorSide::El => "el",
+            ErrorSide::Gateway => "gateway",
+        }
+    }
+}
+
+/// What the gateway hands to the recorder: classification, timings and the raw bodies
+/// (refcounted, never copied). Facts are extracted from it off the forward path.
+#[derive(Clone, Debug, Default)]
+pub struct Capture {
+    /// Arrival time, microseconds since the Unix epoch.
+    pub arrival_unix_us: i64,
+    /// The transport.
+    pub transport: Option<Transport>,
+    /// `HTTP/1.1` or `HTTP/2`.
+    pub http_version: &'static str,
+    /// The HTTP method and path (REST) or `POST /`.
+    pub target: String,
+    /// The JSON-RPC method, or the method a REST resource stands for.
+    pub method: Option<String>,
+    /// The REST route (resource, payload id, range), for REST calls.
+    pub route: Option<sszgate_engine::method::Route>,
+    /// The fork (`Eth-Execution-Version`), if any.
+    pub fork: Option<String>,
+    /// The CL client (`X-Engine-Client-Version`).
+    pub cl_client: Option<String>,
+    /// The HTTP status answered.
+    pub status: u16,
+    /// Where an error came from, when the gateway knows (else facts decide).
+    pub error_side: Option<ErrorSide>,
+    /// A gateway-side error message.
+    pub error_message: Option<String>,
+    /// The request body as sent upstream.
+    pub request: Bytes,
+    /// The response body as answered, in the frames it was relayed in (joined off the
+    /// forward path, by the recorder).
+    pub response: Vec<Bytes>,
+    /// `Content-Encoding` of the request and of the response, if any.
+    pub encodings: (Option<String>, Option<String>),
+    /// Upstream time to the first response byte, µs.
+    pub upstream_ttfb_us: Option<u64>,
+    /// Upstream time to the last response byte, µs.
+    pub upstream_ttlb_us: Option<u64>,
+    /// Total time at the proxy, from request head to last response byte, µs.
+    pub total_us: u64,
+}
+
+/// The Engine API facts of a call, taken from its bodies.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    /// JSON-RPC request id (as JSON text).
+    pub rpc_id: Option<String>,
+    /// Index within a JSON-RPC batch.
+    pub batch_index: Option<u32>,
+    /// JSON-RPC error code of the answer.
+    pub error_code: Option<i64>,
+    /// JSON-RPC error message, or problem+json detail.
+    pub error_message: Option<String>,
+    /// problem+json `type` of a REST error.
+    pub problem_type: Option<String>,
+    /// Block number of the payload sent or returned.
+    pub block_number: Option<u64>,
+    /// Block hash of the payload.
+    pub block_hash: Option<String>,
+    /// Parent hash of the payload.
+    pub parent_hash: Option<String>,
+    /// Transactions in the payload.
+    pub tx_count: Option<u64>,
+    /// Gas used by the payload.
+    pub gas_used: Option<u64>,
+    /// Blobs in a bundle or getBlobs answer.
+    pub blob_count: Option<u64>,
+    /// Versioned hashes sent (newPayload) or requested (getBlobs).
+    pub versioned_hash_count: Option<u64>,
+    /// Payload status (`VALID`, `INVALID`, …).
+    pub payload_status: Option<String>,
+    /// Latest valid hash of the status.
+    pub latest_valid_hash: Option<String>,
+    /// Validation error of an INVALID status.
+    pub validation_error: Option<String>,
+    /// Payload id (forkchoiceUpdated answer, getPayload request).
+    pub payload_id: Option<String>,
+    /// getBlobs: blobs requested.
+    pub blobs_requested: Option<u64>,
+    /// getBlobs: blobs returned.
+    pub blobs_returned: Option<u64>,
+    /// getBlobs: indices of the missing blobs, comma separated.
+    pub blobs_missing: Option<String>,
+}
+
+/// One stored record: the capture's classification and timings with the facts.
+#[derive(Clone, Debug, Serialize)]
+pub struct Record {
+    /// Sequence number within this recorder.
+    pub seq: u64,
+    /// `proxy` or `driver`.
+    pub source: &'static str,
+    /// Arrival time, µs since the Unix epoch.
+    pub arrival_unix_us: i64,
+    /// The transport.
+    pub transport: &'static str,
+    /// `HTTP/1.1` or `HTTP/2`.
+    pub http_version: &'static str,
+    /// JSON-RPC method (or the method a REST resource stands for).
+    pub method: Option<String>,
+    /// REST resource.
+    pub resource: Option<&'static str>,
+    /// Fork.
+    pub fork: Option<String>,
+    /// HTTP status.
+    pub status: u16,
+    /// Where an error came from.
+    pub error_side: Option<&'static str>,
+    /// Request body bytes.
+    pub request_bytes: u64,
+    /// Response body bytes.
+    pub response_bytes: u64,
+    /// Content encodings (request, response).
+    pub request_encoding: Option<String>,
+    /// Content encoding of the response.
+    pub response_encoding: Option<String>,
+    /// Upstream time to first byte, µs.
+    pub upstream_ttfb_us: Option<u64>,
+    /// Upstream time to last byte, µs.
+    pub upstream_ttlb_us: Option<u64>,
+    /// Total time at the proxy, µs.
+    pub total_us: u64,
+    /// Proxy overhead: total minus upstream time, µs.
+    pub overhead_us: Option<u64>,
+    /// CL client.
+    pub cl_client: Option<String>,
+    /// EL client.
+    pub el_client: Option<String>,
+    /// The user's labels, as a JSON object.
+    pub labels: String,
+    /// The Engine API facts.
+    #[serde(flatten)]
+    pub facts: Facts,
+}

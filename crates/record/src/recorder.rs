@@ -1,0 +1,340 @@
+//! The recorder: a bounded queue in front of a worker thread that turns captures into records
+//! and writes them to the sinks.
+//!
+//! The queue is a `std::sync::mpsc::sync_channel`; [`Recorder::record`] uses `try_send`, so
+//! the forward path never blocks on it. Shutdown protocol: [`Recorder::shutdown`] drops the
+//! sender; the worker drains what is queued, writes it, and exits; `shutdown` joins it.
+
+use std::{
+    sync::{
+        Arc, Mutex, RwLock,
+        atomic::{AtomicU64, Ordering},
+        mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel},
+    },
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use sszgate_engine::Fork;
+
+use crate::{
+    meta,
+    metrics::Metrics,
+    record::{Capture, Facts, Record, Transport},
+    sink::Sink,
+};
+
+/// Records written per sink transaction at most.
+const BATCH: usize = 256;
+
+/// Counters of a recorder, for `/_sszgate/status`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecorderStats {
+    /// Captures accepted into the queue.
+    pub queued: u64,
+    /// Records written (a batch call gives several).
+    pub recorded: u64,
+    /// Captures dropped because the queue was full.
+    pub dropped: u64,
+    /// Sink write failures.
+    pub sink_errors: u64,
+    /// Captures waiting.
+    pub queue_depth: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    queued: AtomicU64,
+    processed: AtomicU64,
+    recorded: AtomicU64,
+    dropped: AtomicU64,
+    sink_errors: AtomicU64,
+}
+
+/// The recorder handle, shared by every connection of a gateway.
+pub struct Recorder {
+    sender: Mutex<Option<SyncSender<Capture>>>,
+    counters: Arc<Counters>,
+    metrics: Arc<Metrics>,
+    el_client: Arc<RwLock<Option<String>>>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Recorder {
+    /// Starts the worker with `sinks`, the user's `labels` and a queue of `capacity` captures.
+    pub fn start(
+        sinks: Vec<Sink>,
+        source: &'static str,
+        labels: Vec<(String, String)>,
+        capacity: usize,
+    ) -> Recorder {
+        let (sender, receiver) = sync_channel(capacity.max(1));
+        let counters = Arc::new(Counters::default());
+        let metrics = Arc::new(Metrics::new());
+        let el_client = Arc::new(RwLock::new(None));
+        let labels = serde_json::to_string(
+            &labels
+                .into_iter()
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        )
+        .expect("labels serialize");
+        let worker = Worker {
+            receiver,
+            sinks,
+            source,
+            labels,
+            counters: counters.clone(),
+            metrics: metrics.clone(),
+            el_client: el_client.clone(),
+            seq: 0,
+        };
+        let handle = std::thread::Builder::new()
+            .name("sszgate-recorder".into())
+            // Facts are scanned from bodies of up to tens of MB; keep room for the SSZ walk.
+            .stack_size(16 << 20)
+            .spawn(move || worker.run())
+            .expect("spawning the recorder thread");
+        Recorder {
+            sender: Mutex::new(Some(sender)),
+            counters,
+            metrics,
+            el_client,
+            worker: Mutex::new(Some(handle)),
+        }
+    }
+
+    /// Hands a capture to the worker without waiting; counts a drop when the queue is full.
+    pub fn record(&self, capture: Capture) {
+        let sender = self.sender.lock().expect("recorder lock").clone();
+        let Some(sender) = sender else { return };
+        match sender.try_send(capture) {
+            Ok(()) => {
+                self.counters.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                self.metrics.dropped.inc();
+            }
+        }
+    }
+
+    /// Sets the EL client name stamped on every following record.
+    pub fn set_el_client(&self, client: Option<String>) {
+        *self.el_client.write().expect("el client lock") = client;
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> RecorderStats {
+        let c = &self.counters;
+        let queued = c.queued.load(Ordering::Relaxed);
+        RecorderStats {
+            queued,
+            recorded: c.recorded.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+            sink_errors: c.sink_errors.load(Ordering::Relaxed),
+            queue_depth: queued.saturating_sub(c.processed.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Stops accepting captures, writes everything queued, and waits for the worker.
+    pub fn shutdown(&self) {
+        self.sender.lock().expect("recorder lock").take();
+        if let Some(handle) = self.worker.lock().expect("recorder lock").take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Worker {
+    receiver: Receiver<Capture>,
+    sinks: Vec<Sink>,
+    source: &'static str,
+    labels: String,
+    counters: Arc<Counters>,
+    metrics: Arc<Metrics>,
+    el_client: Arc<RwLock<Option<String>>>,
+    seq: u64,
+}
+
+impl Worker {
+    fn run(mut self) {
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            match self.receiver.recv_timeout(Duration::from_millis(50)) {
+                Ok(capture) => {
+                    self.counters.processed.fetch_add(1, Ordering::Relaxed);
+                    self.records(capture, &mut batch);
+                    if batch.len() >= BATCH {
+                        self.flush(&mut batch);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => self.flush(&mut batch),
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.flush(&mut batch);
+                    return;
+                }
+            }
+            let depth = self
+                .counters
+                .queued
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.counters.processed.load(Ordering::Relaxed));
+            self.metrics.queue_depth.set(depth as i64);
+        }
+    }
+
+    fn flush(&mut self, batch: &mut Vec<Record>) {
+        if batch.is_empty() {
+            return;
+        }
+        for sink in &mut self.sinks {
+            if let Err(e) = sink.write(batch) {
+                self.counters.sink_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(sink = %sink.name(), error = %e, records = batch.len(), "writing records failed");
+            }
+        }
+        self.counters
+            .recorded
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        batch.clear();
+    }
+
+    /// The records of one capture: one per call, one per element of a JSON-RPC batch.
+    fn records(&mut self, mut c: Capture, out: &mut Vec<Record>) {
+        let response = join(std::mem::take(&mut c.response));
+        let transport = c.transport.unwrap_or(Transport::Other);
+        let per_call: Vec<(Option<String>, Facts, u64, u64)> = match transport {
+            Transport::JsonRpc | Transport::WebSocket => {
+                let requests = sszgate_engine::scan::calls(&c.request).unwrap_or_default();
+                let responses = sszgate_engine::scan::calls(&response).unwrap_or_default();
+                let batch = c.request.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+                if requests.is_empty() {
+                    vec![(
+                        None,
+                        Facts::default(),
+                        c.request.len() as u64,
+                        response.len() as u64,
+                    )]
+                } else {
+                    requests
+                        .iter()
+                        .enumerate()
+                        .map(|(i, req)| {
+                            let id = sszgate_engine::scan::envelope(req).and_then(|e| e.id);
+                            // Batch answers may come in any order: match them by id.
+                            let resp = responses
+                                .iter()
+                                .find(|r| {
+                                    id.is_some()
+                                        && sszgate_engine::scan::envelope(r).and_then(|e| e.id)
+                                            == id
+                                })
+                                .or(responses.get(i))
+                                .copied()
+                                .unwrap_or_default();
+                            let mut facts = meta::json_call(req, resp);
+                            facts.batch_index = batch.then_some(i as u32);
+                            let method = sszgate_engine::scan::envelope(req)
+                                .and_then(|e| e.method)
+                                .map(str::to_string);
+                            (method, facts, req.len() as u64, resp.len() as u64)
+                        })
+                        .collect()
+                }
+            }
+            Transport::RestSsz => {
+                let fork = c.fork.as_deref().and_then(|f| f.parse::<Fork>().ok());
+                match &c.route {
+                    Some(route) => {
+                        let facts = meta::rest_call(
+                            route.resource,
+                            fork,
+                            route.payload_id,
+                            &c.request,
+                            c.status,
+                            &response,
+                        );
+                        let method =
+                            meta::rest_method(route.resource, fork).map(|m| m.name.to_string());
+                        vec![(method, facts, c.request.len() as u64, response.len() as u64)]
+                    }
+                    None => vec![(
+                        None,
+                        Facts::default(),
+                        c.request.len() as u64,
+                        response.len() as u64,
+                    )],
+                }
+            }
+            Transport::Other => vec![(
+                None,
+                Facts::default(),
+                c.request.len() as u64,
+                response.len() as u64,
+            )],
+        };
+        let el_client = self.el_client.read().expect("el client lock").clone();
+        let upstream = c.upstream_ttlb_us;
+        for (method, mut facts, request_bytes, response_bytes) in per_call {
+            if facts.error_message.is_none() {
+                facts.error_message = c.error_message.clone();
+            }
+            self.seq += 1;
+            let error_side = c.error_side.or_else(|| {
+                (facts.error_code.is_some() || c.status >= 400).then_some(crate::ErrorSide::El)
+            });
+            let record = Record {
+                seq: self.seq,
+                source: self.source,
+                arrival_unix_us: c.arrival_unix_us,
+                transport: transport.name(),
+                http_version: c.http_version,
+                method: method.or_else(|| c.method.clone()),
+                resource: c.route.as_ref().map(|r| r.resource.name()),
+                fork: c.fork.clone(),
+                status: c.status,
+                error_side: error_side.map(|s| s.name()),
+                request_bytes,
+                response_bytes,
+                request_encoding: c.encodings.0.clone(),
+                response_encoding: c.encodings.1.clone(),
+                upstream_ttfb_us: c.upstream_ttfb_us,
+                upstream_ttlb_us: upstream,
+                total_us: c.total_us,
+                overhead_us: upstream.map(|u| c.total_us.saturating_sub(u)),
+                cl_client: c.cl_client.clone(),
+                el_client: el_client.clone(),
+                labels: self.labels.clone(),
+                facts,
+            };
+            self.metrics.observe(&record);
+            out.push(record);
+        }
+    }
+}
+
+/// The frames of a body as one buffer (no copy for a single frame).
+fn join(mut frames: Vec<bytes::Bytes>) -> bytes::Bytes {
+    match frames.len() {
+        0 => bytes::Bytes::new(),
+        1 => frames.pop().expect("one frame"),
+        _ => {
+            let mut all = bytes::BytesMut::with_capacity(frames.iter().map(|f| f.len()).sum());
+            for frame in frames {
+                all.extend_from_slice(&frame);
+            }
+            all.freeze()
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Where records go: SQLite (the default, one file per node) and JSON lines.
+//!
+//! SQLite: WAL mode, one transaction per batch, the schema versioned with `PRAGMA
+//! user_version` and applied by ordered migrations, so a newer sszgate upgrades an older file
+//! in place. JSON lines: one record per line, to stdout (`jsonl:-`) or a file (appended).
+
+use std::{
+    fs::OpenOptions,
+    io::{BufWriter, Write},
+};
+
+use rusqlite::{Connection, params};
+
+use crate::{Error, Result, record::Record};
+
+/// A parsed `--store` value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SinkSpec {
+    /// `sqlite:PATH`.
+    Sqlite(String),
+    /// `jsonl:PATH`, `jsonl:-` for stdout.
+    Jsonl(String),
+    /// `none`: metrics only.
+    None,
+}
+
+impl std::str::FromStr for SinkSpec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<SinkSpec> {
+        match s.split_once(':') {
+            Some(("sqlite", path)) if !path.is_empty() => Ok(SinkSpec::Sqlite(path.to_string())),
+            Some(("jsonl", path)) if !path.is_empty() => Ok(SinkSpec::Jsonl(path.to_string())),
+            None if s == "none" => Ok(SinkSpec::None),
+            _ => Err(Error::BadSpec(s.to_string())),
+        }
+    }
+}
+
+/// An open sink.
+pub enum Sink {
+    /// A SQLite database.
+    Sqlite {
+        /// The file.
+        path: String,
+        /// The connection (owned by the recorder's worker thread).
+        conn: Box<Connection>,
+    },
+    /// A JSON lines stream.
+    Jsonl {
+        /// The file, or `-`.
+        path: String,
+        /// The writer.
+        out: BufWriter<Box<dyn Write + Send>>,
+    },
+}
+
+/// The schema migrations, in order; `user_version` counts how many are applied.
+const MIGRATIONS: &[&str] = &["CREATE TABLE calls (
+        seq INTEGER NOT NULL,
+        source TEXT NOT NULL,
+        arrival_unix_us INTEGER NOT NULL,
+        transport TEXT NOT NULL,
+        http_version TEXT NOT NULL,
+        method TEXT,
+        resource TEXT,
+        fork TEXT,
+        status INTEGER NOT NULL,
+        error_side TEXT,
+        error_code INTEGER,
+        error_message TEXT,
+        problem_type TEXT,
+        rpc_id TEXT,
+        batch_index INTEGER,
+        request_bytes INTEGER NOT NULL,
+        response_bytes INTEGER NOT NULL,
+        request_encoding TEXT,
+        response_encoding TEXT,
+        upstream_ttfb_us INTEGER,
+        upstream_ttlb_us INTEGER,
+        total_us INTEGER NOT NULL,
+        overhead_us INTEGER,
+        block_number INTEGER,
+        block_hash TEXT,
+        parent_hash TEXT,
+        tx_count INTEGER,
+        gas_used INTEGER,
+        blob_count INTEGER,
+        versioned_hash_count INTEGER,
+        payload_status TEXT,
+        latest_valid_hash TEXT,
+        validation_error TEXT,
+        payload_id TEXT,
+        blobs_requested INTEGER,
+        blobs_returned INTEGER,
+        blobs_missing TEXT,
+        cl_client TEXT,
+        el_client TEXT,
+        labels TEXT NOT NULL
+    );
+    CREATE INDEX calls_arrival ON calls (arrival_unix_us);
+    CREATE INDEX calls_method ON calls (method);"];
+
+impl Sink {
+    /// Opens (and creates or migrates) a sink.
+    pub fn open(spec: &SinkSpec) -> Result<Option<Sink>> {
+        Ok(match spec {
+            SinkSpec::None => None,
+            SinkSpec::Sqlite(path) => {
+                let err = |source| Error::Sqlite {
+                    path: path.clone(),
+                    source,
+                };
+                let conn = Connection::open(path).map_err(err)?;
+                conn.pragma_update(None, "journal_mode", "WAL")
+                    .map_err(err)?;
+                conn.pragma_update(None, "synchronous", "NORMAL")
+                    .map_err(err)?;
+                conn.busy_timeout(std::time::Duration::from_secs(5))
+                    .map_err(err)?;
+                let applied: usize = conn
+                    .pragma_query_value(None, "user_version", |r| r.get(0))
+                    .map_err(err)?;
+                for (i, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
+                    conn.execute_batch(migration).map_err(err)?;
+                    conn.pragma_update(None, "user_version", i + 1)
+                        .map_err(err)?;
+                }
+                Some(Sink::Sqlite {
+                    path: path.clone(),
+                    conn: Box::new(conn),
+                })
+            }
+            SinkSpec::Jsonl(path) => {
+                let out: Box<dyn Write + Send> = if path == "-" {
+                    Box::new(std::io::stdout())
+                } else {
+                    Box::new(
+                        OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(path)
+                            .map_err(|source| Error::Io {
+                                path: path.clone(),
+                                source,
+                            })?,
+                    )
+                };
+                Some(Sink::Jsonl {
+                    path: path.clone(),
+                    out: BufWriter::new(out),
+                })
+            }
+        })
+    }
+
+    /// Writes a batch of records.
+    pub fn write(&mut self, records: &[Record]) -> Result<()> {
+        match self {
+            Sink::Sqlite { path, conn } => {
+                let err = |source| Error::Sqlite {
+                    path: path.clone(),
+                    source,
+                };
+                let tx = conn.transaction().map_err(err)?;
+                {
+                    let mut insert = tx
+                        .prepare_cached(
+                            "INSERT INTO calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,
+                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40)",
+                        )
+                        .map_err(err)?;
+                    for r in records {
+                        let f = &r.facts;
+                        insert
+                            .execute(params![
+                                r.seq as i64,
+                                r.source,
+                                r.arrival_unix_us,
+                                r.transport,
+                                r.http_version,
+                                r.method,
+                                r.resource,
+                                r.fork,
+                                r.status,
+                                r.error_side,
+                                f.error_code,
+                                f.error_message,
+                                f.problem_type,
+                                f.rpc_id,
+                                f.batch_index,
+                                r.request_bytes as i64,
+                                r.response_bytes as i64,
+                                r.request_encoding,
+                                r.response_encoding,
+                                r.upstream_ttfb_us.map(|v| v as i64),
+                                r.upstream_ttlb_us.map(|v| v as i64),
+                                r.total_us as i64,
+                                r.overhead_us.map(|v| v as i64),
+                                f.block_number.map(|v| v as i64),
+                                f.block_hash,
+                                f.parent_hash,
+                                f.tx_count.map(|v| v as i64),
+                                f.gas_used.map(|v| v as i64),
+                                f.blob_count.map(|v| v as i64),
+                                f.versioned_hash_count.map(|v| v as i64),
+                                f.payload_status,
+                                f.latest_valid_hash,
+                                f.validation_error,
+                                f.payload_id,
+                                f.blobs_requested.map(|v| v as i64),
+                                f.blobs_returned.map(|v| v as i64),
+                                f.blobs_missing,
+                                r.cl_client,
+                                r.el_client,
+                                r.labels
+                            ])
+                            .map_err(err)?;
+                    }
+                }
+                tx.commit().map_err(err)
+            }
+            Sink::Jsonl { path, out } => {
+                let err = |source| Error::Io {
+                    path: path.clone(),
+                    source,
+                };
+                for r in records {
+                    serde_json::to_writer(&mut *out, r).map_err(|e| err(e.into()))?;
+                    out.write_all(b"\n").map_err(err)?;
+                }
+                out.flush().map_err(err)
+            }
+        }
+    }
+
+    /// The sink's name, for logs.
+    pub fn name(&self) -> String {
+        match self {
+            Sink::Sqlite { path, .. } => format!("sqlite:{path}"),
+            Sink::Jsonl { path, .. } => format!("jsonl:{path}"),
+        }
+    }
+}
