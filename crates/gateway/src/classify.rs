@@ -70,12 +70,18 @@ pub(crate) fn classify(
         }
         let mut first = None;
         for (i, call) in calls.iter().enumerate() {
-            let envelope = scan::envelope(call).ok_or_else(|| {
-                refuse(
-                    Problem::InvalidRequest,
-                    format!("call {i} of the body is not a JSON object"),
-                )
-            })?;
+            let Some(envelope) = scan::envelope(call) else {
+                // An object that does not scan is broken JSON; anything else is not a call.
+                let object = call.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+                return Err(if object {
+                    refuse(Problem::ParseError, "request body is not valid JSON")
+                } else {
+                    refuse(
+                        Problem::InvalidRequest,
+                        format!("call {i} of the body is not a JSON object"),
+                    )
+                });
+            };
             let Some(m) = envelope.method else {
                 return Err(Refusal {
                     problem: Problem::InvalidRequest,

@@ -169,8 +169,10 @@ async fn handle(
     let json_rpc_path = classify::is_json_rpc(&parts.method, parts.uri.path());
     capture.transport = Some(if json_rpc_path {
         Transport::JsonRpc
-    } else {
+    } else if parts.uri.path().starts_with(method::REST_BASE) {
         Transport::RestSsz
+    } else {
+        Transport::Other
     });
 
     // Read the body, bounded: nothing over the limit is buffered or forwarded.

@@ -191,6 +191,21 @@ fn ssz_status(facts: &mut Facts, s: &[u8]) {
         (f[2].len() > 4).then(|| String::from_utf8_lossy(&f[2][4..]).into_owned());
 }
 
+/// Facts of a problem+json error answer (type, detail, and the JSON-RPC code it stands for).
+pub fn problem(response: &[u8]) -> Facts {
+    let mut facts = Facts::default();
+    if let Some([ty, detail]) = object_fields(response, ["type", "detail"]) {
+        facts.problem_type = string(ty);
+        facts.error_message = string(detail);
+        facts.error_code = facts
+            .problem_type
+            .as_deref()
+            .and_then(sszgate_engine::Problem::from_type_uri)
+            .map(|p| p.rpc_code());
+    }
+    facts
+}
+
 /// Facts of one REST-SSZ call. `payload_id` comes from the path of `GET /payloads/{id}`;
 /// `status` 204 means an empty blobs answer; errors are problem+json.
 pub fn rest_call(
@@ -201,19 +216,10 @@ pub fn rest_call(
     status: u16,
     response: &[u8],
 ) -> Facts {
-    let mut facts = Facts::default();
     if status >= 400 {
-        if let Some([ty, detail]) = object_fields(response, ["type", "detail"]) {
-            facts.problem_type = string(ty);
-            facts.error_message = string(detail);
-            facts.error_code = facts
-                .problem_type
-                .as_deref()
-                .and_then(sszgate_engine::Problem::from_type_uri)
-                .map(|p| p.rpc_code());
-        }
-        return facts;
+        return problem(response);
     }
+    let mut facts = Facts::default();
     let fork = fork.unwrap_or(Fork::Osaka);
     match resource {
         Resource::SubmitPayload => {

@@ -220,9 +220,10 @@ impl Worker {
                 let responses = sszgate_engine::scan::calls(&response).unwrap_or_default();
                 let batch = c.request.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
                 if requests.is_empty() {
+                    // Refused before it was read (too large, not JSON): the answer says why.
                     vec![(
                         None,
-                        Facts::default(),
+                        meta::json_call(b"", &response),
                         c.request.len() as u64,
                         response.len() as u64,
                     )]
@@ -271,7 +272,7 @@ impl Worker {
                     }
                     None => vec![(
                         None,
-                        Facts::default(),
+                        meta::problem(&response),
                         c.request.len() as u64,
                         response.len() as u64,
                     )],
@@ -279,7 +280,7 @@ impl Worker {
             }
             Transport::Other => vec![(
                 None,
-                Facts::default(),
+                meta::problem(&response),
                 c.request.len() as u64,
                 response.len() as u64,
             )],

@@ -1,0 +1,135 @@
+//! The relay with a fake EL on loopback: byte-exact relay for every transport, the records
+//! written for each message kind (values checked), the metrics, and the faults.
+
+mod fake_el;
+mod faults;
+mod relay;
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+use sszgate_gateway::{ProxyConfig, Upstream};
+use sszgate_record::{Recorder, Sink, SinkSpec};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+
+/// A running proxy in front of `upstream`, recording into a SQLite file of its own.
+pub(crate) struct Proxy {
+    pub(crate) addr: SocketAddr,
+    pub(crate) control: SocketAddr,
+    pub(crate) db: PathBuf,
+    pub(crate) recorder: Arc<Recorder>,
+    stop: Option<(oneshot::Sender<()>, oneshot::Sender<()>)>,
+    tasks: Vec<JoinHandle<std::io::Result<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Proxy {
+    pub(crate) async fn start(upstream: &str) -> Proxy {
+        Self::start_with(upstream, Duration::from_secs(5), 64 << 20).await
+    }
+
+    pub(crate) async fn start_with(upstream: &str, timeout: Duration, max_body: usize) -> Proxy {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("calls.db");
+        let sink = Sink::open(&SinkSpec::Sqlite(db.display().to_string()))
+            .unwrap()
+            .unwrap();
+        let recorder = Arc::new(Recorder::start(
+            vec![sink],
+            "proxy",
+            vec![("node".into(), "test-1".into())],
+            1024,
+        ));
+        let config = Arc::new(ProxyConfig {
+            upstream: Upstream::new(upstream, timeout, false).unwrap(),
+            max_body,
+            cl_label: None,
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let control = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (addr, control_addr) = (
+            listener.local_addr().unwrap(),
+            control.local_addr().unwrap(),
+        );
+        let (stop_relay, relay_rx) = oneshot::channel::<()>();
+        let (stop_control, control_rx) = oneshot::channel::<()>();
+        let tasks = vec![
+            tokio::spawn(sszgate_gateway::serve(
+                listener,
+                config.clone(),
+                recorder.clone(),
+                async move {
+                    let _ = relay_rx.await;
+                },
+            )),
+            tokio::spawn(sszgate_gateway::serve_control(
+                control,
+                config,
+                recorder.clone(),
+                async move {
+                    let _ = control_rx.await;
+                },
+            )),
+        ];
+        Proxy {
+            addr,
+            control: control_addr,
+            db,
+            recorder,
+            stop: Some((stop_relay, stop_control)),
+            tasks,
+            _dir: dir,
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the proxy, waits for the records to be written, and returns the database.
+    pub(crate) async fn finish(mut self) -> (rusqlite::Connection, tempfile::TempDir) {
+        let (a, b) = self.stop.take().unwrap();
+        let _ = a.send(());
+        let _ = b.send(());
+        for task in self.tasks.drain(..) {
+            task.await.unwrap().unwrap();
+        }
+        let recorder = self.recorder.clone();
+        tokio::task::spawn_blocking(move || recorder.shutdown())
+            .await
+            .unwrap();
+        (rusqlite::Connection::open(&self.db).unwrap(), self._dir)
+    }
+}
+
+/// Sends one request (HTTP/1.1, or h2c when `http2`) and returns status, headers and body.
+pub(crate) async fn send(
+    request: Request<Full<Bytes>>,
+    http2: bool,
+) -> (http::StatusCode, http::HeaderMap, Bytes) {
+    let mut builder = Client::builder(TokioExecutor::new());
+    if http2 {
+        builder.http2_only(true);
+    }
+    let client = builder.build_http::<Full<Bytes>>();
+    let response: Response<hyper::body::Incoming> =
+        client.request(request).await.expect("the proxy answers");
+    let (parts, body) = response.into_parts();
+    (
+        parts.status,
+        parts.headers,
+        body.collect().await.unwrap().to_bytes(),
+    )
+}
+
+/// A JSON-RPC POST.
+pub(crate) fn post_json(url: &str, body: impl Into<Bytes>) -> Request<Full<Bytes>> {
+    Request::post(url)
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer test-token")
+        .body(Full::new(body.into()))
+        .unwrap()
+}
