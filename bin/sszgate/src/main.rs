@@ -4,6 +4,7 @@
 //! Engine API logic. Errors are printed with their whole chain and exit code 1; usage errors
 //! exit 2 (clap's); a closed stdout (`sszgate … | head`) is not an error.
 
+mod bench;
 mod convert;
 mod proxy;
 
@@ -30,7 +31,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(
-    after_help = "Planned, not yet available: drive, devnet, bench, report, verify; and in proxy: the REST-SSZ <-> JSON-RPC bridge."
+    after_help = "Planned, not yet available: drive, devnet, report, verify, bench codec/compress; and in proxy: the REST-SSZ <-> JSON-RPC bridge."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -43,6 +44,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Relay and record every Engine API call between a CL and an EL.
     Proxy(proxy::ProxyArgs),
+    /// Benchmarks that need a running proxy (`bench proxy`).
+    Bench(bench::BenchArgs),
     /// Print the JSON-RPC ⇄ REST-SSZ method table.
     Methods,
 }
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
         Command::Proxy(args) => proxy::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Methods => convert::print_methods(),
     };
     match result {

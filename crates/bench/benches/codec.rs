@@ -10,13 +10,11 @@ use std::hint::black_box;
 
 use alloy_rpc_types_engine::{ExecutionPayloadEnvelopeV5, ssz_engine_types as wire};
 use ssz::{Decode, Encode};
-use sszgate_bench::{
-    fixtures::{self, Fixtures, built_payload},
-    harness::{Variant, interleave, machine, markdown_table},
-};
+use sszgate_bench::harness::{Variant, interleave, machine, markdown_table};
 use sszgate_engine::{
     Fork, Message, MessageKind, message::BuiltPayload, message::NewPayload, method,
 };
+use sszgate_fixtures::{self as fixtures, Fixtures, built_payload};
 
 // The allocator of the sszgate binary too: large buffers are reused instead of being mapped
 // and faulted in on every call (measured: SSZ encode of a 72-blob bundle 7.4 ms -> 0.8 ms).

@@ -1,12 +1,10 @@
-//! Engine API messages built from real mainnet data, and the benchmark tools of sszgate.
+//! The benchmarks of sszgate and their measurement harness.
 //!
-//! - [`fixtures`]: readers of real beacon blocks and blob transactions (the repository's
-//!   `testdata/`, or the larger shared data set) and builders that turn them into Engine API
-//!   messages: newPayload per fork, getPayload results with 0..72 real blobs (cell proofs for
-//!   Osaka), getBlobs results. Messages built here are "derived from mainnet data", not captures.
 //! - [`harness`]: an interleaving measurement harness (medians and spread, side by side).
+//! - [`proxy`]: the proxy benchmark (a fake EL serving real-data answers, called directly and
+//!   through the relay, interleaved).
 //!
-//! The benchmarks themselves are in `benches/`; not here: any network code.
+//! The codec benchmark is `benches/codec.rs`. Messages come from `sszgate-fixtures`.
 
-pub mod fixtures;
 pub mod harness;
+pub mod proxy;

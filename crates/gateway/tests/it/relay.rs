@@ -4,11 +4,11 @@ use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
 use rusqlite::Connection;
-use sszgate_bench::fixtures::{Fixtures, blobs_v2_response, built_payload, testdata_dir};
 use sszgate_engine::{
     Fork, Message,
     message::{Blobs, NewPayload},
 };
+use sszgate_fixtures::{Fixtures, blobs_v2_response, built_payload, testdata_dir};
 
 use crate::{
     Proxy,

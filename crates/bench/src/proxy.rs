@@ -1,0 +1,563 @@
+//! The proxy benchmark: what sszgate's relay adds to a call, measured against a direct call.
+//!
+//! A fake EL on loopback serves real-data answers (getPayloadV5 and getBlobsV2 with 0..72 real
+//! blobs, forkchoiceUpdated) chosen by an `x-bench-case` header, so it never parses a body.
+//! The proxy under test is a separate process (the sszgate binary), so its CPU time (from
+//! `/proc/<pid>/stat`, utime + stime) and peak RSS (`VmHWM`) are its own. For every case the
+//! direct and the proxied call alternate, one sample each per round, rotating which goes first.
+//! Recording is on (SQLite), as in production.
+
+use std::{
+    convert::Infallible,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper::{body::Incoming, service::service_fn};
+use hyper_util::{
+    client::legacy::Client,
+    rt::{TokioExecutor, TokioIo},
+    server::conn::auto,
+};
+use sszgate_engine::{
+    Fork, Message,
+    message::{Blobs, NewPayload},
+};
+use sszgate_fixtures::{Fixtures, blobs_v2_response, built_payload};
+use tokio::net::TcpListener;
+
+use crate::harness::{Summary, ms};
+
+/// Options of the proxy benchmark.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The sszgate executable to run as the proxy.
+    pub sszgate: PathBuf,
+    /// The data directory (real blocks and blob transactions).
+    pub data: PathBuf,
+    /// Blob counts to measure.
+    pub blobs: Vec<usize>,
+    /// Rounds per case.
+    pub rounds: usize,
+    /// Small calls for the memory-growth check.
+    pub small_calls: usize,
+    /// An nginx executable to measure as a plain reverse-proxy baseline, if any.
+    pub nginx: Option<PathBuf>,
+    /// More arguments for `sszgate proxy` (e.g. `--store none`).
+    pub proxy_args: Vec<String>,
+}
+
+/// One measured case.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// Case name (`getPayloadV5`, `getBlobsV2`, `forkchoiceUpdatedV3`).
+    pub name: String,
+    /// Blobs in the answer.
+    pub blobs: usize,
+    /// Answer size, bytes.
+    pub bytes: usize,
+    /// Direct calls.
+    pub direct: Summary,
+    /// Calls through sszgate.
+    pub proxied: Summary,
+    /// Calls through nginx, when measured.
+    pub nginx: Option<Summary>,
+    /// sszgate's CPU time per proxied call, ms.
+    pub cpu_ms_per_call: f64,
+}
+
+/// The whole report.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The cases.
+    pub cases: Vec<CaseResult>,
+    /// Small calls per second through the proxy (16 concurrent callers).
+    pub throughput: f64,
+    /// Small calls per second straight to the fake EL (same callers).
+    pub throughput_direct: f64,
+    /// Peak RSS of the proxy before and after the small-call run, KiB.
+    pub rss_kib: (u64, u64),
+    /// Resident RSS before and after the small-call run, KiB.
+    pub rss_now_kib: (u64, u64),
+    /// Small calls made for the memory check.
+    pub small_calls: usize,
+    /// Records the proxy wrote / dropped (from its status endpoint).
+    pub records: (u64, u64),
+}
+
+/// The canned answers of the fake EL, by case header.
+struct Answers(Vec<(String, Bytes)>);
+
+impl Answers {
+    fn get(&self, case: &str) -> Bytes {
+        self.0
+            .iter()
+            .find(|(name, _)| name == case)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_else(|| {
+                Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}")
+            })
+    }
+}
+
+fn rpc(result: &[u8]) -> Bytes {
+    let mut out = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":".to_vec();
+    out.extend_from_slice(result);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
+async fn fake_el(answers: Arc<Answers>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binding the fake EL");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = stream.set_nodelay(true);
+            let answers = answers.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: Request<Incoming>| {
+                    let answers = answers.clone();
+                    async move {
+                        let case = request
+                            .headers()
+                            .get("x-bench-case")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_string();
+                        let _ = request.into_body().collect().await;
+                        Ok::<_, Infallible>(
+                            Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(answers.get(&case)))
+                                .expect("response"),
+                        )
+                    }
+                });
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The proxy under test, a child process stopped by its pid on drop.
+struct ProxyChild {
+    child: Child,
+}
+
+impl Drop for ProxyChild {
+    fn drop(&mut self) {
+        // SIGTERM first, for a graceful drain; then make sure.
+        terminate(self.child.id());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn terminate(pid: u32) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
+}
+
+/// utime + stime of a process, seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses and may hold blanks).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name and state.
+    let hz = 100.0; // USER_HZ on Linux
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// (VmHWM, VmRSS) of a process, KiB.
+fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+async fn call(client: &HttpClient, target: &str, case: &str, body: &Bytes) -> usize {
+    let request = Request::post(target)
+        .header("content-type", "application/json")
+        .header("x-bench-case", case)
+        .body(Full::new(body.clone()))
+        .expect("request");
+    let response = client.request(request).await.expect("the call succeeds");
+    response
+        .into_body()
+        .collect()
+        .await
+        .expect("the body arrives")
+        .to_bytes()
+        .len()
+}
+
+fn start_proxy(
+    sszgate: &Path,
+    upstream: SocketAddr,
+    dir: &Path,
+    extra: &[String],
+) -> (ProxyChild, SocketAddr, SocketAddr) {
+    let (listen, metrics) = (
+        SocketAddr::from(([127, 0, 0, 1], free_port())),
+        SocketAddr::from(([127, 0, 0, 1], free_port())),
+    );
+    let child = Command::new(sszgate)
+        .args([
+            "proxy",
+            "--upstream",
+            &format!("http://{upstream}"),
+            "--listen",
+            &listen.to_string(),
+            "--metrics",
+            &metrics.to_string(),
+        ])
+        .arg("--store")
+        .arg(format!("sqlite:{}", dir.join("bench.db").display()))
+        .args(extra)
+        .env("SSZGATE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting the sszgate proxy");
+    (ProxyChild { child }, listen, metrics)
+}
+
+fn start_nginx(nginx: &Path, upstream: SocketAddr, dir: &Path) -> Option<(ProxyChild, SocketAddr)> {
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let conf = format!(
+        "daemon off; worker_processes 1; pid {dir}/nginx.pid; error_log {dir}/nginx-error.log;
+         events {{ worker_connections 256; }}
+         http {{ access_log off; client_body_temp_path {dir}; proxy_temp_path {dir}; fastcgi_temp_path {dir}; uwsgi_temp_path {dir}; scgi_temp_path {dir};
+           client_max_body_size 64m; proxy_buffering off; proxy_request_buffering off;
+           upstream el {{ server {upstream}; keepalive 16; }}
+           server {{ listen {listen}; location / {{ proxy_pass http://el; proxy_http_version 1.1; proxy_set_header Connection \"\"; }} }} }}",
+        dir = dir.display()
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).ok()?;
+    let child = Command::new(nginx)
+        .arg("-c")
+        .arg(&path)
+        .arg("-p")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    Some((ProxyChild { child }, listen))
+}
+
+async fn wait_ready(addr: SocketAddr) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("nothing listens on {addr}");
+}
+
+/// Runs the benchmark.
+pub async fn run(options: &Options) -> Report {
+    let fixtures = Fixtures::load(&options.data).expect("fixtures load");
+    let blobs = fixtures.blobs().expect("blobs load");
+    let block = fixtures
+        .largest_block(Fork::Prague)
+        .expect("an electra block");
+    let NewPayload::Prague(payload, ..) = block.new_payload().expect("payload") else {
+        unreachable!()
+    };
+
+    let z = format!("0x{}", "00".repeat(32));
+    let fcu_request = Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"engine_forkchoiceUpdatedV3","params":[{{"headBlockHash":"{z}","safeBlockHash":"{z}","finalizedBlockHash":"{z}"}},null]}}"#
+    ));
+    let mut answers = vec![("fcu".to_string(), rpc(br#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":null}"#))];
+    let mut cases: Vec<(String, String, usize, Bytes)> = vec![(
+        "forkchoiceUpdatedV3".into(),
+        "fcu".into(),
+        0,
+        fcu_request.clone(),
+    )];
+    for &n in &options.blobs {
+        let built = Message::BuiltPayload(
+            built_payload(Fork::Osaka, &payload, &blobs, n).expect("built payload"),
+        )
+        .to_json()
+        .expect("json");
+        answers.push((format!("getPayload-{n}"), rpc(&built)));
+        cases.push(("getPayloadV5".into(), format!("getPayload-{n}"), n, Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV5","params":["0x0000000000000001"]}"#)));
+        if n > 0 {
+            let hashes: Vec<String> = (0..n).map(|i| format!("\"0x01{:062x}\"", i)).collect();
+            let blobs_json = Message::Blobs(Blobs::V2(Some(blobs_v2_response(&blobs, n))))
+                .to_json()
+                .expect("json");
+            answers.push((format!("getBlobs-{n}"), rpc(&blobs_json)));
+            let request = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"engine_getBlobsV2","params":[[{}]]}}"#,
+                hashes.join(",")
+            );
+            cases.push((
+                "getBlobsV2".into(),
+                format!("getBlobs-{n}"),
+                n,
+                Bytes::from(request),
+            ));
+        }
+    }
+    let answers = Arc::new(Answers(answers));
+    let el = fake_el(answers.clone()).await;
+    let dir = std::env::temp_dir().join(format!("sszgate-bench-proxy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (proxy, proxy_addr, metrics_addr) =
+        start_proxy(&options.sszgate, el, &dir, &options.proxy_args);
+    wait_ready(proxy_addr).await;
+    let pid = proxy.child.id();
+    let nginx = options
+        .nginx
+        .as_deref()
+        .and_then(|n| start_nginx(n, el, &dir));
+    if let Some((_, addr)) = &nginx {
+        wait_ready(*addr).await;
+    }
+
+    let client: HttpClient = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(32)
+        .build_http();
+    let direct = format!("http://{el}/");
+    let proxied = format!("http://{proxy_addr}/");
+    let via_nginx = nginx.as_ref().map(|(_, a)| format!("http://{a}/"));
+
+    let mut results = Vec::new();
+    for (name, case, n, request) in &cases {
+        // Warm up every path.
+        let mut bytes = 0;
+        for target in [Some(&direct), Some(&proxied), via_nginx.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            for _ in 0..3 {
+                bytes = call(&client, target, case, request).await;
+            }
+        }
+        let rounds = if *n >= 24 {
+            options.rounds
+        } else {
+            options.rounds * 3
+        };
+        let mut d = Vec::with_capacity(rounds);
+        let mut p = Vec::with_capacity(rounds);
+        let mut g = Vec::with_capacity(rounds);
+        let cpu_before = cpu_seconds(pid);
+        for round in 0..rounds {
+            let order: [usize; 3] = [[0, 1, 2], [1, 2, 0], [2, 0, 1]][round % 3];
+            for which in order {
+                let (target, samples) = match which {
+                    0 => (&direct, &mut d),
+                    1 => (&proxied, &mut p),
+                    _ => match &via_nginx {
+                        Some(t) => (t, &mut g),
+                        None => continue,
+                    },
+                };
+                let start = Instant::now();
+                call(&client, target, case, request).await;
+                samples.push(start.elapsed());
+            }
+        }
+        let cpu = (cpu_seconds(pid) - cpu_before) * 1e3 / rounds as f64;
+        results.push(CaseResult {
+            name: name.clone(),
+            blobs: *n,
+            bytes,
+            direct: Summary {
+                name: "direct".into(),
+                samples: d,
+            },
+            proxied: Summary {
+                name: "sszgate".into(),
+                samples: p,
+            },
+            nginx: via_nginx.as_ref().map(|_| Summary {
+                name: "nginx".into(),
+                samples: g,
+            }),
+            cpu_ms_per_call: cpu,
+        });
+    }
+
+    // Small-call throughput and memory growth.
+    let rss_before = rss_kib(pid);
+    let throughput = |target: String, calls: usize| {
+        let client = client.clone();
+        let request = fcu_request.clone();
+        async move {
+            let start = Instant::now();
+            let per_task = calls / 16;
+            let tasks: Vec<_> = (0..16)
+                .map(|_| {
+                    let (client, target, request) =
+                        (client.clone(), target.clone(), request.clone());
+                    tokio::spawn(async move {
+                        for _ in 0..per_task {
+                            call(&client, &target, "fcu", &request).await;
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("caller task");
+            }
+            (per_task * 16) as f64 / start.elapsed().as_secs_f64()
+        }
+    };
+    let throughput_direct = throughput(direct.clone(), options.small_calls).await;
+    let throughput_proxied = throughput(proxied.clone(), options.small_calls).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss_after = rss_kib(pid);
+    let status: serde_json::Value = {
+        let response = client
+            .get(
+                format!("http://{metrics_addr}/_sszgate/status")
+                    .parse()
+                    .expect("uri"),
+            )
+            .await
+            .expect("status answers");
+        serde_json::from_slice(
+            &response
+                .into_body()
+                .collect()
+                .await
+                .expect("status body")
+                .to_bytes(),
+        )
+        .unwrap_or_default()
+    };
+    drop(nginx);
+    drop(proxy);
+    let _ = std::fs::remove_dir_all(&dir);
+    Report {
+        cases: results,
+        throughput: throughput_proxied,
+        throughput_direct,
+        rss_kib: (rss_before.0, rss_after.0),
+        rss_now_kib: (rss_before.1, rss_after.1),
+        small_calls: options.small_calls,
+        records: (
+            status["records"]["recorded"].as_u64().unwrap_or(0),
+            status["records"]["dropped"].as_u64().unwrap_or(0),
+        ),
+    }
+}
+
+impl Report {
+    /// The report as Markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let has_nginx = self.cases.iter().any(|c| c.nginx.is_some());
+        out.push_str("| call | blobs | answer bytes | direct p50 ms | sszgate p50 ms | direct p95 ms | sszgate p95 ms | added p50 ms | added per blob ms | sszgate CPU per call ms | CPU per blob ms |");
+        out.push_str(if has_nginx {
+            " nginx p50 ms | nginx added p50 ms |\n"
+        } else {
+            "\n"
+        });
+        out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        out.push_str(if has_nginx { "---:|---:|\n" } else { "\n" });
+        for c in &self.cases {
+            let added =
+                c.proxied.median().as_secs_f64() * 1e3 - c.direct.median().as_secs_f64() * 1e3;
+            let per_blob = if c.blobs > 0 {
+                format!("{:.4}", added / c.blobs as f64)
+            } else {
+                "–".into()
+            };
+            let cpu_blob = if c.blobs > 0 {
+                format!("{:.4}", c.cpu_ms_per_call / c.blobs as f64)
+            } else {
+                "–".into()
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {} |",
+                c.name,
+                c.blobs,
+                c.bytes,
+                ms(c.direct.median()),
+                ms(c.proxied.median()),
+                ms(c.direct.quantile(0.95)),
+                ms(c.proxied.quantile(0.95)),
+                added,
+                per_blob,
+                c.cpu_ms_per_call,
+                cpu_blob
+            ));
+            if let Some(n) = &c.nginx {
+                out.push_str(&format!(
+                    " {} | {:.3} |",
+                    ms(n.median()),
+                    n.median().as_secs_f64() * 1e3 - c.direct.median().as_secs_f64() * 1e3
+                ));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "\nSmall calls (forkchoiceUpdatedV3, 16 concurrent callers): {:.0} calls/s through sszgate, {:.0} calls/s direct. \
+             Memory across {} small calls through sszgate: peak RSS {} KiB -> {} KiB, resident {} KiB -> {} KiB. Records written {}, dropped {}.\n",
+            self.throughput,
+            self.throughput_direct,
+            self.small_calls,
+            self.rss_kib.0,
+            self.rss_kib.1,
+            self.rss_now_kib.0,
+            self.rss_now_kib.1,
+            self.records.0,
+            self.records.1
+        ));
+        out
+    }
+}
