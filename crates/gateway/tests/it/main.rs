@@ -3,6 +3,7 @@
 
 mod fake_el;
 mod faults;
+mod geth;
 mod relay;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
