@@ -11,9 +11,7 @@ use std::hint::black_box;
 use alloy_rpc_types_engine::{ExecutionPayloadEnvelopeV5, ssz_engine_types as wire};
 use ssz::{Decode, Encode};
 use sszgate_bench::harness::{Variant, interleave, machine, markdown_table};
-use sszgate_engine::{
-    Fork, Message, MessageKind, message::BuiltPayload, message::NewPayload, method,
-};
+use sszgate_engine::{Fork, Message, MessageKind, message::BuiltPayload, method};
 use sszgate_fixtures::{self as fixtures, Fixtures, built_payload};
 
 // The allocator of the sszgate binary too: large buffers are reused instead of being mapped
@@ -39,12 +37,7 @@ fn main() {
     let dir = fixtures::data_dir();
     let fixtures = Fixtures::load(&dir).expect("fixtures load");
     let blobs = fixtures.blobs().expect("blobs load");
-    let block = fixtures
-        .largest_block(Fork::Prague)
-        .expect("an electra block");
-    let NewPayload::Prague(payload, ..) = block.new_payload().expect("payload") else {
-        unreachable!()
-    };
+    let (block, payload) = fixtures.reference_payload().expect("a reference payload");
     let m = method::by_name("engine_getPayloadV5").unwrap();
 
     println!("## Codec: getPayloadV5 response, JSON-RPC vs REST-SSZ\n");

@@ -25,10 +25,7 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo},
     server::conn::auto,
 };
-use sszgate_engine::{
-    Fork, Message,
-    message::{Blobs, NewPayload},
-};
+use sszgate_engine::{Fork, Message, message::Blobs};
 use sszgate_fixtures::{Fixtures, blobs_v2_response, built_payload};
 use tokio::net::TcpListener;
 
@@ -306,12 +303,7 @@ async fn wait_ready(addr: SocketAddr) {
 pub async fn run(options: &Options) -> Report {
     let fixtures = Fixtures::load(&options.data).expect("fixtures load");
     let blobs = fixtures.blobs().expect("blobs load");
-    let block = fixtures
-        .largest_block(Fork::Prague)
-        .expect("an electra block");
-    let NewPayload::Prague(payload, ..) = block.new_payload().expect("payload") else {
-        unreachable!()
-    };
+    let (_, payload) = fixtures.reference_payload().expect("a reference payload");
 
     let z = format!("0x{}", "00".repeat(32));
     let fcu_request = Bytes::from(format!(
