@@ -53,6 +53,16 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// (method, status, payload status, block number, block hash, blob count) of a record.
+type Row = (
+    String,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+);
+
 async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let mut request = Request::post(url).header("content-type", "application/json");
@@ -252,7 +262,7 @@ async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
     assert_eq!(code, 401);
 
     let (db, _keep) = proxy.finish().await;
-    let rows: Vec<(String, i64, Option<String>, Option<i64>, Option<String>, Option<i64>)> = db
+    let rows: Vec<Row> = db
         .prepare("SELECT coalesce(method, '?'), status, payload_status, block_number, block_hash, blob_count FROM calls ORDER BY seq")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
