@@ -11,7 +11,7 @@ use std::hint::black_box;
 use alloy_rpc_types_engine::{ExecutionPayloadEnvelopeV5, ssz_engine_types as wire};
 use ssz::{Decode, Encode};
 use sszgate_bench::harness::{Variant, interleave, machine, markdown_table};
-use sszgate_engine::{Fork, Message, MessageKind, message::BuiltPayload, method};
+use sszgate_engine::{Fork, Message, MessageKind, Resource, message::BuiltPayload, method};
 use sszgate_fixtures::{self as fixtures, Fixtures, built_payload};
 
 // The allocator of the sszgate binary too: large buffers are reused instead of being mapped
@@ -60,6 +60,17 @@ fn main() {
         let json = msg.to_json().unwrap();
         let ssz = msg.to_ssz(Fork::Osaka).unwrap();
         let wire_value = wire::BuiltPayloadOsaka::from(env.clone());
+        // The whole JSON-RPC answer and request, as the recorder sees them.
+        let request = br#"{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV5","params":["0x0000000000000001"]}"#.to_vec();
+        let mut rpc_answer = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
+        rpc_answer.extend_from_slice(&json);
+        rpc_answer.push(b'}');
+        let facts = sszgate_record::meta::json_call(&request, &rpc_answer);
+        assert_eq!(
+            facts.blob_count,
+            Some(n as u64),
+            "the scanner counts the blobs"
+        );
         assert_eq!(
             json,
             serde_json::to_vec(&env).unwrap(),
@@ -115,6 +126,22 @@ fn main() {
             }),
             Variant::new("alloy SSZ encode (derive)", || {
                 drop(black_box(wire_value.as_ssz_bytes()))
+            }),
+            Variant::new("record: facts of the JSON answer (scan)", || {
+                drop(black_box(sszgate_record::meta::json_call(
+                    &request,
+                    &rpc_answer,
+                )))
+            }),
+            Variant::new("record: facts of the SSZ answer (schema walk)", || {
+                drop(black_box(sszgate_record::meta::rest_call(
+                    Resource::GetPayload,
+                    Some(Fork::Osaka),
+                    Some([0; 8]),
+                    &[],
+                    200,
+                    &ssz,
+                )))
             }),
             Variant::new("alloy SSZ decode (derive)", || {
                 drop(black_box(

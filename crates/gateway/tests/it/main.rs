@@ -111,19 +111,26 @@ pub(crate) async fn send(
     request: Request<Full<Bytes>>,
     http2: bool,
 ) -> (http::StatusCode, http::HeaderMap, Bytes) {
+    try_send(request, http2).await.expect("the proxy answers")
+}
+
+/// [`send`], with connection failures as errors.
+pub(crate) async fn try_send(
+    request: Request<Full<Bytes>>,
+    http2: bool,
+) -> Result<(http::StatusCode, http::HeaderMap, Bytes), hyper_util::client::legacy::Error> {
     let mut builder = Client::builder(TokioExecutor::new());
     if http2 {
         builder.http2_only(true);
     }
     let client = builder.build_http::<Full<Bytes>>();
-    let response: Response<hyper::body::Incoming> =
-        client.request(request).await.expect("the proxy answers");
+    let response: Response<hyper::body::Incoming> = client.request(request).await?;
     let (parts, body) = response.into_parts();
-    (
+    Ok((
         parts.status,
         parts.headers,
         body.collect().await.unwrap().to_bytes(),
-    )
+    ))
 }
 
 /// A JSON-RPC POST.
