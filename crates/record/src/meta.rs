@@ -103,15 +103,15 @@ pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
         Family::GetPayload => {
             facts.payload_id = string(params.first().copied());
             if let Some(r) = result {
-                let payload = if m.version == 1 {
-                    Some(r)
-                } else {
-                    object_fields(r, ["executionPayload"]).and_then(|[p]| p)
+                // One pass over the answer for both fields (it is mostly blob hex).
+                let [payload, bundle] = match m.version {
+                    1 => [Some(r), None],
+                    _ => object_fields(r, ["executionPayload", "blobsBundle"]).unwrap_or_default(),
                 };
                 if let Some(p) = payload {
                     json_payload(&mut facts, p);
                 }
-                if let Some([Some(bundle)]) = object_fields(r, ["blobsBundle"]) {
+                if let Some(bundle) = bundle {
                     facts.blob_count = object_fields(bundle, ["blobs"]).and_then(|[b]| count(b));
                 }
             }
