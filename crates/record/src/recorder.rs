@@ -249,7 +249,13 @@ impl Worker {
                             let method = sszgate_engine::scan::envelope(req)
                                 .and_then(|e| e.method)
                                 .map(str::to_string);
-                            (method, facts, req.len() as u64, resp.len() as u64)
+                            // A single call owns the whole bodies (even when the answer does not scan).
+                            let sizes = if batch {
+                                (req.len(), resp.len())
+                            } else {
+                                (c.request.len(), response.len())
+                            };
+                            (method, facts, sizes.0 as u64, sizes.1 as u64)
                         })
                         .collect()
                 }

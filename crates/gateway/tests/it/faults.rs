@@ -205,3 +205,72 @@ async fn el_errors_pass_through_unchanged_and_are_recorded() {
         )
     );
 }
+
+#[tokio::test]
+async fn upstream_reset_mid_body_is_seen_by_the_cl_and_recorded_and_the_proxy_goes_on() {
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An EL that promises 100,000 bytes, sends 1,000 and closes; the next connection is fine.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let el = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        for attempt in 0.. {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = vec![0u8; 65536];
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = stream.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+            }
+            if attempt == 0 {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n";
+                stream.write_all(head.as_bytes()).await.unwrap();
+                stream.write_all(&[b' '; 1000]).await.unwrap();
+                drop(stream);
+            } else {
+                let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                stream.write_all(answer.as_bytes()).await.unwrap();
+            }
+        }
+    });
+    let proxy = Proxy::start(&format!("http://{el}")).await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let response = client
+        .request(post_json(&proxy.url(), GOOD))
+        .await
+        .expect("the head arrives");
+    assert_eq!(response.status(), 200);
+    let body = response.into_body().collect().await;
+    assert!(
+        body.is_err(),
+        "the CL sees the body cut short, not a complete answer"
+    );
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(
+        (code.as_u16(), json(&body)["result"].clone()),
+        (200, serde_json::json!([]))
+    );
+    let (db, _dir) = proxy.finish().await;
+    let rows: Vec<(String, String, i64)> = db
+        .prepare("SELECT coalesce(error_side, '-'), coalesce(error_message, '-'), response_bytes FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].0, "el", "{rows:?}");
+    assert!(rows[0].1.starts_with("upstream body failed"), "{rows:?}");
+    assert_eq!(rows[0].2, 1000, "the bytes that did cross");
+    assert_eq!(rows[1].0, "-");
+}
