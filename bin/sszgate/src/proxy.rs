@@ -58,6 +58,16 @@ pub(crate) struct ProxyArgs {
     )]
     stores: Vec<String>,
 
+    /// Bytes of each request and response body written with a JSON-lines record (text as it
+    /// is, binary as 0x-hex, the rest cut with a note of its size); 0 writes no bodies.
+    #[arg(
+        long,
+        env = "SSZGATE_JSONL_BODY_BYTES",
+        default_value_t = 256,
+        help_heading = "Recording"
+    )]
+    jsonl_body_bytes: usize,
+
     /// A label stamped on every record, KEY=VALUE; repeatable (e.g. node=mainnet-1, cl=lighthouse).
     #[arg(long = "label", value_parser = parse_label, help_heading = "Recording")]
     labels: Vec<(String, String)>,
@@ -127,7 +137,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         if let Some(sink) =
             Sink::open(&spec).with_context(|| format!("opening --store {spec:?}"))?
         {
-            sinks.push(sink);
+            sinks.push(sink.with_body_bytes(args.jsonl_body_bytes));
         }
     }
     if args.queue == 0 {

@@ -184,4 +184,28 @@ pub struct Record {
     /// The Engine API facts.
     #[serde(flatten)]
     pub facts: Facts,
+    /// The request body, truncated, for sinks that keep bodies (JSON text, else 0x-hex).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<String>,
+    /// The response body, truncated likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_body: Option<String>,
+}
+
+/// A body for a record: UTF-8 text as it is, anything else as 0x-hex, cut at `limit` bytes
+/// with a note of what was left out.
+pub(crate) fn body_text(body: &[u8], limit: usize) -> String {
+    let cut = &body[..body.len().min(limit)];
+    let mut text = match std::str::from_utf8(cut) {
+        Ok(t) => t.to_string(),
+        // A cut may split a UTF-8 character: keep the valid prefix when the body is text.
+        Err(e) if e.error_len().is_none() && std::str::from_utf8(body).is_ok() => {
+            String::from_utf8_lossy(&cut[..e.valid_up_to()]).into_owned()
+        }
+        Err(_) => const_hex::encode_prefixed(cut),
+    };
+    if body.len() > cut.len() {
+        text.push_str(&format!("…(+{} bytes)", body.len() - cut.len()));
+    }
+    text
 }

@@ -17,9 +17,12 @@ use std::{
 
 use sszgate_engine::Fork;
 
+use sszgate_engine::scan;
+
 use crate::{
     meta,
     metrics::Metrics,
+    record,
     record::{Capture, Facts, Record, Transport},
     sink::Sink,
 };
@@ -78,9 +81,11 @@ impl Recorder {
                 .collect::<std::collections::BTreeMap<_, _>>(),
         )
         .expect("labels serialize");
+        let body_bytes = sinks.iter().map(Sink::body_bytes).max().unwrap_or(0);
         let worker = Worker {
             receiver,
             sinks,
+            body_bytes,
             source,
             labels,
             counters: counters.clone(),
@@ -159,6 +164,8 @@ impl Drop for Recorder {
 struct Worker {
     receiver: Receiver<Capture>,
     sinks: Vec<Sink>,
+    /// Bytes of each body to keep with a record (the largest any sink wants).
+    body_bytes: usize,
     source: &'static str,
     labels: String,
     counters: Arc<Counters>,
@@ -214,95 +221,81 @@ impl Worker {
     fn records(&mut self, mut c: Capture, out: &mut Vec<Record>) {
         let response = join(std::mem::take(&mut c.response));
         let transport = c.transport.unwrap_or(Transport::Other);
-        let per_call: Vec<(Option<String>, Facts, u64, u64)> = match transport {
+        let request: &[u8] = &c.request;
+        // (method, facts, request bytes of the call, response bytes of the call)
+        let per_call: Vec<(Option<String>, Facts, &[u8], &[u8])> = match transport {
             Transport::JsonRpc | Transport::WebSocket => {
-                let requests = sszgate_engine::scan::calls(&c.request).unwrap_or_default();
-                let responses = sszgate_engine::scan::calls(&response).unwrap_or_default();
-                let batch = c.request.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+                let requests = scan::calls(request).unwrap_or_default();
+                let responses = scan::calls(&response).unwrap_or_default();
+                let batch = request.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
                 if requests.is_empty() {
                     // Refused before it was read (too large, not JSON): the answer says why.
                     vec![(
                         None,
                         meta::json_call(b"", &response),
-                        c.request.len() as u64,
-                        response.len() as u64,
+                        request,
+                        &response[..],
                     )]
                 } else {
                     requests
                         .iter()
                         .enumerate()
                         .map(|(i, req)| {
-                            let id = sszgate_engine::scan::envelope(req).and_then(|e| e.id);
+                            let envelope = scan::envelope(req).unwrap_or_default();
                             // Batch answers may come in any order: match them by id.
                             let resp = responses
                                 .iter()
                                 .find(|r| {
-                                    id.is_some()
-                                        && sszgate_engine::scan::envelope(r).and_then(|e| e.id)
-                                            == id
+                                    envelope.id.is_some()
+                                        && scan::envelope(r).and_then(|e| e.id) == envelope.id
                                 })
                                 .or(responses.get(i))
                                 .copied()
                                 .unwrap_or_default();
                             let mut facts = meta::json_call(req, resp);
                             facts.batch_index = batch.then_some(i as u32);
-                            let method = sszgate_engine::scan::envelope(req)
-                                .and_then(|e| e.method)
-                                .map(str::to_string);
+                            let method = envelope.method.map(str::to_string);
                             // A single call owns the whole bodies (even when the answer does not scan).
-                            let sizes = if batch {
-                                (req.len(), resp.len())
+                            if batch {
+                                (method, facts, *req, resp)
                             } else {
-                                (c.request.len(), response.len())
-                            };
-                            (method, facts, sizes.0 as u64, sizes.1 as u64)
+                                (method, facts, request, &response[..])
+                            }
                         })
                         .collect()
                 }
             }
-            Transport::RestSsz => {
+            Transport::RestSsz if c.route.is_some() => {
+                let route = c.route.as_ref().expect("checked");
                 let fork = c.fork.as_deref().and_then(|f| f.parse::<Fork>().ok());
-                match &c.route {
-                    Some(route) => {
-                        let facts = meta::rest_call(
-                            route.resource,
-                            fork,
-                            route.payload_id,
-                            &c.request,
-                            c.status,
-                            &response,
-                        );
-                        let method =
-                            meta::rest_method(route.resource, fork).map(|m| m.name.to_string());
-                        vec![(method, facts, c.request.len() as u64, response.len() as u64)]
-                    }
-                    None => vec![(
-                        None,
-                        meta::problem(&response),
-                        c.request.len() as u64,
-                        response.len() as u64,
-                    )],
-                }
+                let facts = meta::rest_call(
+                    route.resource,
+                    fork,
+                    route.payload_id,
+                    request,
+                    c.status,
+                    &response,
+                );
+                let method = meta::rest_method(route.resource, fork).map(|m| m.name.to_string());
+                vec![(method, facts, request, &response[..])]
             }
-            Transport::Other => vec![(
-                None,
-                meta::problem(&response),
-                c.request.len() as u64,
-                response.len() as u64,
-            )],
+            Transport::RestSsz | Transport::Other => {
+                vec![(None, meta::problem(&response), request, &response[..])]
+            }
         };
         let el_client = self.el_client.read().expect("el client lock").clone();
         let upstream = c.upstream_ttlb_us;
-        for (method, mut facts, request_bytes, response_bytes) in per_call {
+        let body = |b: &[u8]| (self.body_bytes > 0).then(|| record::body_text(b, self.body_bytes));
+        let mut records = Vec::with_capacity(per_call.len());
+        for (method, mut facts, req, resp) in per_call {
             if facts.error_message.is_none() {
                 facts.error_message = c.error_message.clone();
             }
-            self.seq += 1;
             let error_side = c.error_side.or_else(|| {
                 (facts.error_code.is_some() || c.status >= 400).then_some(crate::ErrorSide::El)
             });
-            let record = Record {
-                seq: self.seq,
+            records.push(Record {
+                seq: 0,
                 source: self.source,
                 arrival_unix_us: c.arrival_unix_us,
                 transport: transport.name(),
@@ -312,8 +305,8 @@ impl Worker {
                 fork: c.fork.clone(),
                 status: c.status,
                 error_side: error_side.map(|s| s.name()),
-                request_bytes,
-                response_bytes,
+                request_bytes: req.len() as u64,
+                response_bytes: resp.len() as u64,
                 request_encoding: c.encodings.0.clone(),
                 response_encoding: c.encodings.1.clone(),
                 upstream_ttfb_us: c.upstream_ttfb_us,
@@ -324,7 +317,13 @@ impl Worker {
                 el_client: el_client.clone(),
                 labels: self.labels.clone(),
                 facts,
-            };
+                request_body: body(req),
+                response_body: body(resp),
+            });
+        }
+        for mut record in records {
+            self.seq += 1;
+            record.seq = self.seq;
             self.metrics.observe(&record);
             out.push(record);
         }

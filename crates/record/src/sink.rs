@@ -50,6 +50,8 @@ pub enum Sink {
     Jsonl {
         /// The file, or `-`.
         path: String,
+        /// Bytes of each body written with the record (0: none).
+        body_bytes: usize,
         /// The writer.
         out: BufWriter<Box<dyn Write + Send>>,
     },
@@ -147,6 +149,7 @@ impl Sink {
                     )
                 };
                 Some(Sink::Jsonl {
+                    body_bytes: 0,
                     path: path.clone(),
                     out: BufWriter::new(out),
                 })
@@ -220,7 +223,7 @@ impl Sink {
                 }
                 tx.commit().map_err(err)
             }
-            Sink::Jsonl { path, out } => {
+            Sink::Jsonl { path, out, .. } => {
                 let err = |source| Error::Io {
                     path: path.clone(),
                     source,
@@ -231,6 +234,23 @@ impl Sink {
                 }
                 out.flush().map_err(err)
             }
+        }
+    }
+
+    /// Keeps the first `limit` bytes of each body in the records this sink writes (JSON
+    /// lines only; SQLite keeps facts, not bodies).
+    pub fn with_body_bytes(mut self, limit: usize) -> Sink {
+        if let Sink::Jsonl { body_bytes, .. } = &mut self {
+            *body_bytes = limit;
+        }
+        self
+    }
+
+    /// Bytes of each body this sink keeps.
+    pub fn body_bytes(&self) -> usize {
+        match self {
+            Sink::Jsonl { body_bytes, .. } => *body_bytes,
+            Sink::Sqlite { .. } => 0,
         }
     }
 
