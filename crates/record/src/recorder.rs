@@ -161,6 +161,9 @@ impl Drop for Recorder {
     }
 }
 
+/// One call of a capture: method, facts, and the request and response bytes of that call.
+type Call<'a> = (Option<String>, Facts, &'a [u8], &'a [u8]);
+
 struct Worker {
     receiver: Receiver<Capture>,
     sinks: Vec<Sink>,
@@ -222,8 +225,7 @@ impl Worker {
         let response = join(std::mem::take(&mut c.response));
         let transport = c.transport.unwrap_or(Transport::Other);
         let request: &[u8] = &c.request;
-        // (method, facts, request bytes of the call, response bytes of the call)
-        let per_call: Vec<(Option<String>, Facts, &[u8], &[u8])> = match transport {
+        let per_call: Vec<Call<'_>> = match transport {
             Transport::JsonRpc | Transport::WebSocket => {
                 let requests = scan::calls(request).unwrap_or_default();
                 let responses = scan::calls(&response).unwrap_or_default();
