@@ -167,6 +167,10 @@ pub struct Record {
     pub request_encoding: Option<String>,
     /// Content encoding of the response.
     pub response_encoding: Option<String>,
+    /// Request body size after removing its content encoding, when it had one.
+    pub request_decoded_bytes: Option<u64>,
+    /// Response body size after removing its content encoding, when it had one.
+    pub response_decoded_bytes: Option<u64>,
     /// Upstream time to first byte, µs.
     pub upstream_ttfb_us: Option<u64>,
     /// Upstream time to last byte, µs.

@@ -222,9 +222,13 @@ impl Worker {
 
     /// The records of one capture: one per call, one per element of a JSON-RPC batch.
     fn records(&mut self, mut c: Capture, out: &mut Vec<Record>) {
-        let response = join(std::mem::take(&mut c.response));
+        let raw_response = join(std::mem::take(&mut c.response));
+        // Facts are read from the bodies as the endpoints meant them: without their
+        // content encoding (the relay passed the encoded bytes on untouched).
+        let (request_body, request_decoded) = decoded(&c.request, c.encodings.0.as_deref());
+        let (response, response_decoded) = decoded(&raw_response, c.encodings.1.as_deref());
         let transport = c.transport.unwrap_or(Transport::Other);
-        let request: &[u8] = &c.request;
+        let request: &[u8] = &request_body;
         let per_call: Vec<Call<'_>> = match transport {
             Transport::JsonRpc | Transport::WebSocket => {
                 let requests = scan::calls(request).unwrap_or_default();
@@ -307,8 +311,18 @@ impl Worker {
                 fork: c.fork.clone(),
                 status: c.status,
                 error_side: error_side.map(|s| s.name()),
-                request_bytes: req.len() as u64,
-                response_bytes: resp.len() as u64,
+                request_bytes: if request_decoded.is_some() {
+                    c.request.len() as u64
+                } else {
+                    req.len() as u64
+                },
+                response_bytes: if response_decoded.is_some() {
+                    raw_response.len() as u64
+                } else {
+                    resp.len() as u64
+                },
+                request_decoded_bytes: request_decoded,
+                response_decoded_bytes: response_decoded,
                 request_encoding: c.encodings.0.clone(),
                 response_encoding: c.encodings.1.clone(),
                 upstream_ttfb_us: c.upstream_ttfb_us,
@@ -343,6 +357,41 @@ fn join(mut frames: Vec<bytes::Bytes>) -> bytes::Bytes {
                 all.extend_from_slice(&frame);
             }
             all.freeze()
+        }
+    }
+}
+
+/// A body without its content encoding (gzip, deflate, zstd), with its decoded size; the body
+/// as it is when it has none, or one that cannot be decoded (the facts then stay empty).
+fn decoded(body: &bytes::Bytes, encoding: Option<&str>) -> (bytes::Bytes, Option<u64>) {
+    use std::io::Read;
+    let Some(encoding) = encoding
+        .map(str::trim)
+        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
+    else {
+        return (body.clone(), None);
+    };
+    let mut out = Vec::new();
+    let result = match encoding.to_ascii_lowercase().as_str() {
+        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
+            .read_to_end(&mut out)
+            .map(|_| ()),
+        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+            .read_to_end(&mut out)
+            .map(|_| ()),
+        "zstd" => zstd::stream::read::Decoder::new(&body[..])
+            .and_then(|mut d| d.read_to_end(&mut out))
+            .map(|_| ()),
+        _ => return (body.clone(), None),
+    };
+    match result {
+        Ok(()) => {
+            let size = out.len() as u64;
+            (bytes::Bytes::from(out), Some(size))
+        }
+        Err(e) => {
+            tracing::debug!(%encoding, error = %e, "a body does not decode; facts left empty");
+            (body.clone(), None)
         }
     }
 }

@@ -58,7 +58,8 @@ pub enum Sink {
 }
 
 /// The schema migrations, in order; `user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &["CREATE TABLE calls (
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE calls (
         seq INTEGER NOT NULL,
         source TEXT NOT NULL,
         arrival_unix_us INTEGER NOT NULL,
@@ -101,7 +102,10 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE calls (
         labels TEXT NOT NULL
     );
     CREATE INDEX calls_arrival ON calls (arrival_unix_us);
-    CREATE INDEX calls_method ON calls (method);"];
+    CREATE INDEX calls_method ON calls (method);",
+    "ALTER TABLE calls ADD COLUMN request_decoded_bytes INTEGER;
+    ALTER TABLE calls ADD COLUMN response_decoded_bytes INTEGER;",
+];
 
 impl Sink {
     /// Opens (and creates or migrates) a sink.
@@ -170,7 +174,7 @@ impl Sink {
                     let mut insert = tx
                         .prepare_cached(
                             "INSERT INTO calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,
-                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40)",
+                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42)",
                         )
                         .map_err(err)?;
                     for r in records {
@@ -216,7 +220,9 @@ impl Sink {
                                 f.blobs_missing,
                                 r.cl_client,
                                 r.el_client,
-                                r.labels
+                                r.labels,
+                                r.request_decoded_bytes.map(|v| v as i64),
+                                r.response_decoded_bytes.map(|v| v as i64)
                             ])
                             .map_err(err)?;
                     }

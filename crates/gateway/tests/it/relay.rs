@@ -423,3 +423,49 @@ async fn metrics_and_status_count_the_calls() {
     assert_eq!(code, 404);
     proxy.finish().await;
 }
+
+#[tokio::test]
+async fn compressed_answers_pass_encoded_and_are_recorded_decoded() {
+    use std::io::Write;
+    let plain = r#"{"jsonrpc":"2.0","id":4,"result":{"status":"VALID","latestValidHash":null,"validationError":null}}"#;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(plain.as_bytes()).unwrap();
+    let compressed = gz.finish().unwrap();
+    let for_el = compressed.clone();
+    let el = FakeEl::start(move |_| {
+        let mut a = Answer::ok("application/json", for_el.clone());
+        a.headers.push(("content-encoding", "gzip".into()));
+        a
+    })
+    .await;
+    let proxy = Proxy::start(&el.url()).await;
+    let (_, headers, got) = send(
+        post_json(
+            &proxy.url(),
+            r#"{"jsonrpc":"2.0","id":4,"method":"engine_newPayloadV1","params":[{}]}"#,
+        ),
+        false,
+    )
+    .await;
+    assert_eq!(headers["content-encoding"], "gzip");
+    assert_eq!(
+        got,
+        compressed.as_slice(),
+        "the encoded bytes pass untouched"
+    );
+    let (db, _dir) = proxy.finish().await;
+    let r = row(
+        &db,
+        "SELECT response_encoding, response_bytes, response_decoded_bytes, payload_status, request_decoded_bytes FROM calls",
+    );
+    assert_eq!(
+        r,
+        vec![
+            s("gzip"),
+            Some(compressed.len().to_string()),
+            Some(plain.len().to_string()),
+            s("VALID"),
+            None
+        ]
+    );
+}
