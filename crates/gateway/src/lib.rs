@@ -24,6 +24,7 @@ mod jwt;
 mod proxy;
 mod tap;
 mod upstream;
+mod ws;
 
 pub use control::serve_control;
 pub use jwt::JwtSecret;

@@ -350,9 +350,10 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
 }
 
-/// Relays a WebSocket upgrade: the handshake goes upstream as it is; after both sides switch
-/// protocols the two connections are joined byte for byte. The connection is recorded once,
-/// with the bytes that crossed each way (frames are not decoded into calls).
+/// Relays a WebSocket upgrade: the handshake goes upstream (without `Sec-WebSocket-Extensions`,
+/// so both sides speak plain frames the relay can read); after both sides switch protocols,
+/// messages are relayed one by one, unchanged, and every JSON-RPC call on the socket is
+/// recorded when its answer passes (matched by id).
 async fn websocket(
     request: Request<Incoming>,
     config: Arc<ProxyConfig>,
@@ -364,7 +365,11 @@ async fn websocket(
     let mut upstream_request = Request::builder()
         .method(request.method().clone())
         .uri(config.upstream.uri(&capture.target));
-    for (name, value) in request.headers().iter().filter(|(n, _)| *n != header::HOST) {
+    for (name, value) in request
+        .headers()
+        .iter()
+        .filter(|(n, _)| *n != header::HOST && n.as_str() != "sec-websocket-extensions")
+    {
         upstream_request = upstream_request.header(name, value);
     }
     let upstream_request = upstream_request
@@ -405,25 +410,10 @@ async fn websocket(
         answer = answer.header(name, value);
     }
     tokio::spawn(async move {
-        let (client, upstream) =
-            match tokio::try_join!(hyper::upgrade::on(request), hyper::upgrade::on(response)) {
-                Ok(pair) => pair,
-                Err(e) => {
-                    tracing::debug!(error = %e, "websocket upgrade failed");
-                    return;
-                }
-            };
-        let mut client = TokioIo::new(client);
-        let mut upstream = TokioIo::new(upstream);
-        let copied = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-        if let Ok((up, down)) = copied {
-            capture.request = Bytes::new();
-            capture.encodings.0 = Some(format!(
-                "websocket: {up} bytes to the EL, {down} bytes to the CL"
-            ));
+        match tokio::try_join!(hyper::upgrade::on(request), hyper::upgrade::on(response)) {
+            Ok((client, upstream)) => crate::ws::relay(client, upstream, capture, recorder).await,
+            Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
         }
-        capture.total_us = arrived.elapsed().as_micros() as u64;
-        recorder.record(capture);
     });
     answer.body(full(Bytes::new())).expect("a valid response")
 }

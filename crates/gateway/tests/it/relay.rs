@@ -343,18 +343,20 @@ async fn get_blobs_records_requested_returned_and_missing() {
 }
 
 #[tokio::test]
-async fn websocket_is_relayed_both_ways() {
+async fn websocket_calls_are_relayed_and_recorded_one_by_one() {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message as Ws;
-    // A WebSocket echo EL.
+    // A WebSocket EL that answers each call with its id.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let el = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
         while let Some(Ok(msg)) = ws.next().await {
-            if msg.is_text() || msg.is_binary() {
-                ws.send(msg).await.unwrap();
+            if let Ws::Text(text) = msg {
+                let call: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": call["id"], "result": ["engine_newPayloadV4"]});
+                ws.send(Ws::text(answer.to_string())).await.unwrap();
             }
         }
     });
@@ -362,16 +364,48 @@ async fn websocket_is_relayed_both_ways() {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/", proxy.addr))
         .await
         .expect("upgrade through the proxy");
-    let call = r#"{"jsonrpc":"2.0","id":1,"method":"engine_exchangeCapabilities","params":[[]]}"#;
-    ws.send(Ws::text(call)).await.unwrap();
-    let echoed = ws.next().await.unwrap().unwrap();
-    assert_eq!(echoed.into_text().unwrap().as_str(), call);
+    for id in [1, 2] {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"engine_exchangeCapabilities","params":[[]]}}"#
+        );
+        ws.send(Ws::text(call)).await.unwrap();
+        let answer = ws.next().await.unwrap().unwrap();
+        assert_eq!(
+            answer.into_text().unwrap().as_str(),
+            format!(r#"{{"id":{id},"jsonrpc":"2.0","result":["engine_newPayloadV4"]}}"#)
+        );
+    }
     ws.close(None).await.unwrap();
     drop(ws);
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let (db, _dir) = proxy.finish().await;
-    let r = row(&db, "SELECT transport, status FROM calls");
-    assert_eq!(r, vec![s("websocket"), s("101")]);
+    let mut stmt = db.prepare("SELECT transport, method, status, rpc_id, request_bytes, response_bytes FROM calls ORDER BY seq").unwrap();
+    let rows: Vec<(String, String, i64, String, i64, i64)> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (i, row) in rows.iter().enumerate() {
+        let id = (i + 1).to_string();
+        assert_eq!(
+            (row.0.as_str(), row.1.as_str(), row.2, row.3.as_str()),
+            ("websocket", "engine_exchangeCapabilities", 200, id.as_str())
+        );
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"engine_exchangeCapabilities","params":[[]]}}"#
+        );
+        let answer = format!(r#"{{"id":{id},"jsonrpc":"2.0","result":["engine_newPayloadV4"]}}"#);
+        assert_eq!((row.4, row.5), (call.len() as i64, answer.len() as i64));
+    }
 }
 
 #[tokio::test]
