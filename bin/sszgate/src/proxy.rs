@@ -6,7 +6,7 @@ use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use sszgate_gateway::{JwtSecret, ProxyConfig, Upstream};
+use sszgate_gateway::{JwtSecret, ProxyConfig, Upstream, UpstreamTransport};
 use sszgate_record::{Recorder, Sink, SinkSpec};
 use tokio::net::TcpListener;
 
@@ -33,6 +33,18 @@ pub(crate) struct ProxyArgs {
     /// Largest request body accepted, bytes (the REST-SSZ spec's MAX_REQUEST_BODY_SIZE).
     #[arg(long, env = "SSZGATE_MAX_BODY", default_value_t = 64 << 20, help_heading = "Relay")]
     max_body: usize,
+
+    /// What the EL speaks: json (REST-SSZ calls from the CL are bridged to JSON-RPC), ssz
+    /// (relayed as they are), or auto (ask GET /engine/v1/capabilities at start: a 404 means
+    /// JSON-RPC, as the spec's transition window says).
+    #[arg(
+        long,
+        env = "SSZGATE_UPSTREAM_TRANSPORT",
+        value_enum,
+        default_value = "auto",
+        help_heading = "Relay"
+    )]
+    upstream_transport: TransportArg,
 
     /// Speak h2c (HTTP/2 with prior knowledge) to the EL instead of HTTP/1.1.
     #[arg(long, env = "SSZGATE_UPSTREAM_HTTP2", help_heading = "Relay")]
@@ -90,6 +102,17 @@ pub(crate) struct ProxyArgs {
         help_heading = "Recording"
     )]
     metrics: SocketAddr,
+}
+
+/// `--upstream-transport` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TransportArg {
+    /// JSON-RPC only: bridge REST-SSZ calls.
+    Json,
+    /// REST-SSZ: relay as it is.
+    Ssz,
+    /// Ask the EL.
+    Auto,
 }
 
 fn parse_label(s: &str) -> Result<(String, String), String> {
@@ -155,10 +178,23 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         .iter()
         .find(|(k, _)| k == "cl")
         .map(|(_, v)| v.clone());
+    let upstream_transport = match args.upstream_transport {
+        TransportArg::Json => UpstreamTransport::Json,
+        TransportArg::Ssz => UpstreamTransport::Ssz,
+        TransportArg::Auto => upstream.probe_transport(secret.as_ref()).await,
+    };
+    if upstream_transport == UpstreamTransport::Json && secret.is_none() {
+        tracing::warn!(
+            "the EL speaks JSON-RPC only: REST-SSZ calls need the bridge, which needs --jwt-secret; they will be refused"
+        );
+    }
+    tracing::info!(?upstream_transport, "upstream transport");
     let config = Arc::new(ProxyConfig {
         upstream,
         max_body: args.max_body,
         cl_label,
+        upstream_transport,
+        jwt: secret.clone(),
     });
 
     let listener = TcpListener::bind(args.listen)

@@ -157,7 +157,11 @@ pub fn request_from_rest(
     let params = match &message {
         // The gateway asks these on its own behalf; the REST caller sends no body.
         Message::Capabilities(_) => b"[[]]".to_vec(),
-        Message::ClientVersion(_) => b"[]".to_vec(),
+        Message::ClientVersion(_) => format!(
+            r#"[{{"code":"SG","name":"sszgate","version":"{}","commit":"00000000"}}]"#,
+            env!("CARGO_PKG_VERSION")
+        )
+        .into_bytes(),
         m => m.to_json_params()?,
     };
     Ok(RpcCall {

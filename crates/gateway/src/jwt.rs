@@ -41,6 +41,49 @@ impl JwtSecret {
         format!("{signing_input}.{signature}")
     }
 
+    /// Checks a CL's token: HS256 signed with this secret, `iat` within ±60 s of `now`.
+    pub fn verify_at(&self, token: &str, now: u64) -> Result<(), String> {
+        let mut parts = token.split('.');
+        let (Some(header), Some(claims), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("not a JWT (three dot-separated parts)".into());
+        };
+        let header: serde_json::Value = URL_SAFE_NO_PAD
+            .decode(header)
+            .ok()
+            .and_then(|h| serde_json::from_slice(&h).ok())
+            .ok_or("the JWT header is not base64url JSON")?;
+        if header["alg"] != "HS256" {
+            return Err(format!("algorithm {} is not HS256", header["alg"]));
+        }
+        let signature = URL_SAFE_NO_PAD
+            .decode(signature)
+            .map_err(|_| "the signature is not base64url")?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(token[..header_and_claims_len(token)].as_bytes());
+        mac.verify_slice(&signature)
+            .map_err(|_| "the signature does not match the secret")?;
+        let claims: serde_json::Value = URL_SAFE_NO_PAD
+            .decode(claims)
+            .ok()
+            .and_then(|c| serde_json::from_slice(&c).ok())
+            .ok_or("the JWT claims are not base64url JSON")?;
+        let iat = claims["iat"].as_u64().ok_or("no iat claim")?;
+        if iat.abs_diff(now) > 60 {
+            return Err(format!("iat {iat} is more than 60 s from now ({now})"));
+        }
+        Ok(())
+    }
+
+    /// Checks a token against the current time.
+    pub fn verify(&self, token: &str) -> Result<(), String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.verify_at(token, now)
+    }
+
     /// A token for now.
     pub fn token(&self) -> String {
         let now = std::time::SystemTime::now()
@@ -48,6 +91,11 @@ impl JwtSecret {
             .map_or(0, |d| d.as_secs());
         self.token_at(now)
     }
+}
+
+/// The length of `header.claims` in a token (what the signature covers).
+fn header_and_claims_len(token: &str) -> usize {
+    token.rfind('.').unwrap_or(token.len())
 }
 
 #[cfg(test)]
@@ -63,6 +111,45 @@ mod tests {
         assert_eq!(parts[0], "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9");
         assert_eq!(parts[1], "eyJpYXQiOjE3MDAwMDAwMDB9");
         assert_eq!(parts[2], "Hb09lNHg9IiC1UttHzXRW1voUqjM97m4oEuKWkSux5g");
+    }
+
+    #[test]
+    fn verification_refuses_what_it_should() {
+        let secret = JwtSecret::from_hex(&"11".repeat(32)).unwrap();
+        let other = JwtSecret::from_hex(&"22".repeat(32)).unwrap();
+        let now = 1_700_000_000;
+        assert!(secret.verify_at(&secret.token_at(now), now).is_ok());
+        assert!(secret.verify_at(&secret.token_at(now - 59), now).is_ok());
+        assert!(
+            secret
+                .verify_at(&secret.token_at(now - 61), now)
+                .unwrap_err()
+                .contains("more than 60 s")
+        );
+        assert!(
+            secret
+                .verify_at(&secret.token_at(now + 61), now)
+                .unwrap_err()
+                .contains("more than 60 s")
+        );
+        assert!(
+            secret
+                .verify_at(&other.token_at(now), now)
+                .unwrap_err()
+                .contains("signature")
+        );
+        let none = format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
+            URL_SAFE_NO_PAD.encode(br#"{"iat":1700000000}"#)
+        );
+        assert!(
+            secret
+                .verify_at(&none, now)
+                .unwrap_err()
+                .contains("not HS256")
+        );
+        assert!(secret.verify_at("garbage", now).is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! Not here: what the messages mean (`sszgate-engine`), what is recorded and where
 //! (`sszgate-record`).
 
+mod bridge;
 mod classify;
 mod control;
 mod jwt;
@@ -26,6 +27,7 @@ mod tap;
 mod upstream;
 mod ws;
 
+pub use bridge::UpstreamTransport;
 pub use control::serve_control;
 pub use jwt::JwtSecret;
 pub use proxy::{ProxyConfig, serve};

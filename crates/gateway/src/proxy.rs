@@ -37,6 +37,10 @@ pub struct ProxyConfig {
     pub max_body: usize,
     /// The CL name recorded when it sends no `X-Engine-Client-Version`.
     pub cl_label: Option<String>,
+    /// What the upstream speaks: REST-SSZ calls to a JSON-RPC upstream are bridged.
+    pub upstream_transport: crate::UpstreamTransport,
+    /// The JWT secret: signs the gateway's own upstream calls, verifies the CL's bridged calls.
+    pub jwt: Option<crate::JwtSecret>,
 }
 
 /// Headers that describe one hop and are not forwarded (RFC 9110 § 7.6.1), plus `host`, which
@@ -230,6 +234,28 @@ async fn handle(
     match &class {
         Class::JsonRpc { method } => capture.method = method.clone(),
         Class::Rest(route) => capture.route = Some(route.clone()),
+    }
+
+    if let Class::Rest(route) = &class
+        && config.upstream_transport == crate::UpstreamTransport::Json
+    {
+        let bridged = crate::bridge::rest_to_json(
+            &parts.method,
+            &capture.target,
+            &parts.headers,
+            route,
+            body,
+            &config,
+        )
+        .await;
+        let response = crate::bridge::into_response(bridged, &mut capture);
+        capture.total_us = arrived.elapsed().as_micros() as u64;
+        recorder.record(capture);
+        let (parts, body) = response.into_parts();
+        return Ok(Response::from_parts(
+            parts,
+            body.map_err(|never| match never {}).boxed_unsync(),
+        ));
     }
 
     // Forward: same method, target, headers (less hop-by-hop), body byte for byte.

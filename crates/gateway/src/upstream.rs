@@ -163,6 +163,28 @@ impl Upstream {
         self.health.lock().expect("health lock").clone()
     }
 
+    /// Asks `GET /engine/v1/capabilities` (with the gateway's JWT when it has one): `200` means
+    /// the EL speaks REST-SSZ; anything else (a 404 from a JSON-RPC-only EL) means JSON-RPC.
+    pub async fn probe_transport(&self, jwt: Option<&JwtSecret>) -> crate::UpstreamTransport {
+        let mut request = Request::get(self.uri("/engine/v1/capabilities"))
+            .header(http::header::ACCEPT, "application/json");
+        if let Some(jwt) = jwt {
+            request = request.header(
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", jwt.token()),
+            );
+        }
+        let Ok(request) = request.body(Full::new(Bytes::new())) else {
+            return crate::UpstreamTransport::Json;
+        };
+        match self.send(request).await {
+            Ok(response) if response.status() == http::StatusCode::OK => {
+                crate::UpstreamTransport::Ssz
+            }
+            _ => crate::UpstreamTransport::Json,
+        }
+    }
+
     /// Asks the EL's client version (`engine_getClientVersionV1`) with the gateway's own JWT:
     /// `code/name/version/commit` of the first entry, or `None` when it cannot be had.
     pub async fn client_version(&self, jwt: &JwtSecret) -> Option<String> {

@@ -91,6 +91,16 @@ pub struct Capture {
     pub upstream_ttlb_us: Option<u64>,
     /// Total time at the proxy, from request head to last response byte, µs.
     pub total_us: u64,
+    /// `snoop` (relayed as it is) or `bridge` (translated between transports).
+    pub mode: &'static str,
+    /// Bridge: time to translate the request, µs.
+    pub translate_request_us: Option<u64>,
+    /// Bridge: time to translate the answer, µs.
+    pub translate_response_us: Option<u64>,
+    /// Bridge: request bytes on the upstream's transport.
+    pub upstream_request_bytes: Option<u64>,
+    /// Bridge: response bytes on the upstream's transport.
+    pub upstream_response_bytes: Option<u64>,
 }
 
 /// The Engine API facts of a call, taken from its bodies.
@@ -171,6 +181,16 @@ pub struct Record {
     pub request_decoded_bytes: Option<u64>,
     /// Response body size after removing its content encoding, when it had one.
     pub response_decoded_bytes: Option<u64>,
+    /// `snoop` or `bridge`.
+    pub mode: &'static str,
+    /// Bridge: time to translate the request, µs.
+    pub translate_request_us: Option<u64>,
+    /// Bridge: time to translate the answer, µs.
+    pub translate_response_us: Option<u64>,
+    /// Bridge: request bytes on the upstream's transport.
+    pub upstream_request_bytes: Option<u64>,
+    /// Bridge: response bytes on the upstream's transport.
+    pub upstream_response_bytes: Option<u64>,
     /// Upstream time to first byte, µs.
     pub upstream_ttfb_us: Option<u64>,
     /// Upstream time to last byte, µs.

@@ -105,6 +105,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX calls_method ON calls (method);",
     "ALTER TABLE calls ADD COLUMN request_decoded_bytes INTEGER;
     ALTER TABLE calls ADD COLUMN response_decoded_bytes INTEGER;",
+    "ALTER TABLE calls ADD COLUMN mode TEXT NOT NULL DEFAULT 'snoop';
+    ALTER TABLE calls ADD COLUMN translate_request_us INTEGER;
+    ALTER TABLE calls ADD COLUMN translate_response_us INTEGER;
+    ALTER TABLE calls ADD COLUMN upstream_request_bytes INTEGER;
+    ALTER TABLE calls ADD COLUMN upstream_response_bytes INTEGER;",
 ];
 
 impl Sink {
@@ -174,7 +179,7 @@ impl Sink {
                     let mut insert = tx
                         .prepare_cached(
                             "INSERT INTO calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,
-                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42)",
+                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47)",
                         )
                         .map_err(err)?;
                     for r in records {
@@ -222,7 +227,12 @@ impl Sink {
                                 r.el_client,
                                 r.labels,
                                 r.request_decoded_bytes.map(|v| v as i64),
-                                r.response_decoded_bytes.map(|v| v as i64)
+                                r.response_decoded_bytes.map(|v| v as i64),
+                                r.mode,
+                                r.translate_request_us.map(|v| v as i64),
+                                r.translate_response_us.map(|v| v as i64),
+                                r.upstream_request_bytes.map(|v| v as i64),
+                                r.upstream_response_bytes.map(|v| v as i64)
                             ])
                             .map_err(err)?;
                     }

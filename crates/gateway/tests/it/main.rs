@@ -1,6 +1,7 @@
 //! The relay with a fake EL on loopback: byte-exact relay for every transport, the records
 //! written for each message kind (values checked), the metrics, and the faults.
 
+mod bridge;
 mod fake_el;
 mod faults;
 mod geth;
@@ -33,6 +34,36 @@ impl Proxy {
     }
 
     pub(crate) async fn start_with(upstream: &str, timeout: Duration, max_body: usize) -> Proxy {
+        Self::start_full(
+            upstream,
+            timeout,
+            max_body,
+            sszgate_gateway::UpstreamTransport::Ssz,
+            None,
+        )
+        .await
+    }
+
+    /// A proxy that bridges REST-SSZ calls to a JSON-RPC upstream, with this JWT secret.
+    pub(crate) async fn start_bridge(upstream: &str, secret: &str) -> Proxy {
+        let jwt = sszgate_gateway::JwtSecret::from_hex(secret).unwrap();
+        Self::start_full(
+            upstream,
+            Duration::from_secs(5),
+            64 << 20,
+            sszgate_gateway::UpstreamTransport::Json,
+            Some(jwt),
+        )
+        .await
+    }
+
+    pub(crate) async fn start_full(
+        upstream: &str,
+        timeout: Duration,
+        max_body: usize,
+        upstream_transport: sszgate_gateway::UpstreamTransport,
+        jwt: Option<sszgate_gateway::JwtSecret>,
+    ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("calls.db");
         let sink = Sink::open(&SinkSpec::Sqlite(db.display().to_string()))
@@ -48,6 +79,8 @@ impl Proxy {
             upstream: Upstream::new(upstream, timeout, false).unwrap(),
             max_body,
             cl_label: None,
+            upstream_transport,
+            jwt,
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let control = TcpListener::bind("127.0.0.1:0").await.unwrap();

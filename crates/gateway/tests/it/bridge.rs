@@ -1,0 +1,426 @@
+//! The bridge: a REST-SSZ CL in front of a JSON-RPC EL. Answers are checked byte for byte
+//! against encodings built independently from the same data with the engine crate; the EL's
+//! side is checked for the exact JSON-RPC call and a token signed by the gateway.
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+use sszgate_engine::{
+    Fork, Message, MessageKind,
+    message::{BuiltPayload, NewPayload},
+    method,
+};
+use sszgate_fixtures::{Fixtures, blobs_v2_response, built_payload, testdata_dir};
+use sszgate_gateway::JwtSecret;
+
+use crate::{
+    Proxy,
+    fake_el::{Answer, FakeEl},
+    send,
+};
+
+const SECRET: &str = "4242424242424242424242424242424242424242424242424242424242424242";
+
+fn rest(
+    proxy: &Proxy,
+    method: &str,
+    path: &str,
+    fork: Option<&str>,
+    body: Vec<u8>,
+) -> Request<Full<Bytes>> {
+    let token = JwtSecret::from_hex(SECRET).unwrap().token();
+    let mut r = Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", proxy.url()))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/octet-stream")
+        .header("x-engine-client-version", "LH/v8");
+    if let Some(fork) = fork {
+        r = r.header("eth-execution-version", fork);
+    }
+    r.body(Full::new(Bytes::from(body))).unwrap()
+}
+
+struct Data {
+    np: NewPayload,
+    built: BuiltPayload,
+    blobs_v3: String,
+}
+
+fn data() -> Data {
+    let fixtures = Fixtures::load(&testdata_dir()).unwrap();
+    let blobs = fixtures.blobs().unwrap();
+    let (block, payload) = fixtures.reference_payload().unwrap();
+    let two = blobs_v2_response(&blobs, 1);
+    let blobs_v3 = String::from_utf8(
+        Message::Blobs(sszgate_engine::message::Blobs::V3(Some(vec![
+            Some(two[0].clone()),
+            None,
+        ])))
+        .to_json()
+        .unwrap(),
+    )
+    .unwrap();
+    Data {
+        np: block.new_payload().unwrap(),
+        built: built_payload(Fork::Osaka, &payload, &blobs, 6).unwrap(),
+        blobs_v3,
+    }
+}
+
+fn fake_el_for(d: &Data) -> impl Fn(&crate::fake_el::Seen) -> Answer + Send + Sync + 'static {
+    let lvh = d.np.payload_v1().block_hash.to_string();
+    let built =
+        String::from_utf8(Message::BuiltPayload(d.built.clone()).to_json().unwrap()).unwrap();
+    let blobs_v3 = d.blobs_v3.clone();
+    move |seen| {
+        let call: serde_json::Value = serde_json::from_slice(&seen.body).unwrap();
+        let result = match call["method"].as_str().unwrap() {
+            "engine_newPayloadV4" => format!(r#"{{"status":"VALID","latestValidHash":"{lvh}","validationError":null}}"#),
+            "engine_forkchoiceUpdatedV3" => r#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":"0x0102030405060708"}"#.into(),
+            "engine_getPayloadV5" => built.clone(),
+            "engine_getBlobsV2" => "null".into(),
+            "engine_getBlobsV3" => blobs_v3.clone(),
+            "engine_exchangeCapabilities" => r#"["engine_newPayloadV4","engine_forkchoiceUpdatedV3","engine_getPayloadV4","engine_getPayloadV5","engine_getBlobsV2","engine_getBlobsV3","engine_getClientVersionV1"]"#.into(),
+            "engine_getClientVersionV1" => r#"[{"code":"GE","name":"Geth","version":"1.17.8","commit":"deadbeef"}]"#.into(),
+            _ => return Answer::ok("application/json", r#"{"jsonrpc":"2.0","id":1,"error":{"code":-38001,"message":"Unknown payload"}}"#),
+        };
+        Answer::ok(
+            "application/json",
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#),
+        )
+    }
+}
+
+#[tokio::test]
+async fn rest_calls_are_translated_to_json_rpc_and_back_byte_for_byte() {
+    let d = data();
+    let el = FakeEl::start(fake_el_for(&d)).await;
+    let proxy = Proxy::start_bridge(&el.url(), SECRET).await;
+
+    // POST /payloads (prague): the EL gets newPayloadV4 with the versioned hashes derived from
+    // the payload's blob transactions, signed by the gateway; the CL gets an SSZ PayloadStatus.
+    let envelope = Message::NewPayload(d.np.clone())
+        .to_ssz(Fork::Prague)
+        .unwrap();
+    let (code, headers, body) = send(
+        rest(
+            &proxy,
+            "POST",
+            "/engine/v1/payloads",
+            Some("prague"),
+            envelope,
+        ),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), headers["content-type"].to_str().unwrap()),
+        (200, "application/octet-stream")
+    );
+    let m = method::by_name("engine_newPayloadV4").unwrap();
+    let status_json = format!(
+        r#"{{"status":"VALID","latestValidHash":"{}","validationError":null}}"#,
+        d.np.payload_v1().block_hash
+    );
+    let expected = Message::from_json(
+        m,
+        Fork::Prague,
+        MessageKind::PayloadStatus,
+        status_json.as_bytes(),
+    )
+    .unwrap()
+    .to_ssz(Fork::Prague)
+    .unwrap();
+    assert_eq!(body, expected.as_slice());
+    let seen = el.seen();
+    let call: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(call["method"], "engine_newPayloadV4");
+    let params: serde_json::Value =
+        serde_json::from_slice(&Message::NewPayload(d.np.clone()).to_json().unwrap()).unwrap();
+    assert_eq!(
+        call["params"], params,
+        "the JSON-RPC params are the payload's, hashes included"
+    );
+    let token = seen[0].headers["authorization"]
+        .to_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap();
+    JwtSecret::from_hex(SECRET)
+        .unwrap()
+        .verify(token)
+        .expect("the gateway signs its own token");
+
+    // GET /payloads/{id} (osaka): getPayloadV5, SSZ BuiltPayloadOsaka, no-store.
+    let (code, headers, body) = send(
+        rest(
+            &proxy,
+            "GET",
+            "/engine/v1/payloads/0x0102030405060708",
+            Some("osaka"),
+            vec![],
+        ),
+        true,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), headers["cache-control"].to_str().unwrap()),
+        (200, "no-store")
+    );
+    assert!(
+        body == Message::BuiltPayload(d.built.clone())
+            .to_ssz(Fork::Osaka)
+            .unwrap()
+            .as_slice(),
+        "built payload bytes"
+    );
+    let call: serde_json::Value = serde_json::from_slice(&el.seen()[1].body).unwrap();
+    assert_eq!(
+        (call["method"].as_str(), call["params"][0].as_str()),
+        (Some("engine_getPayloadV5"), Some("0x0102030405060708"))
+    );
+
+    // POST /forkchoice (cancun): forkchoiceUpdatedV3, SSZ response with the payload id.
+    let z = format!("0x{}", "00".repeat(32));
+    let fcu = format!(
+        r#"[{{"headBlockHash":"{z}","safeBlockHash":"{z}","finalizedBlockHash":"{z}"}},null]"#
+    );
+    let fcu_method = method::by_name("engine_forkchoiceUpdatedV3").unwrap();
+    let fcu_ssz = Message::from_json(
+        fcu_method,
+        Fork::Cancun,
+        MessageKind::Forkchoice,
+        fcu.as_bytes(),
+    )
+    .unwrap()
+    .to_ssz(Fork::Cancun)
+    .unwrap();
+    let (code, _, body) = send(
+        rest(
+            &proxy,
+            "POST",
+            "/engine/v1/forkchoice",
+            Some("cancun"),
+            fcu_ssz,
+        ),
+        false,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        &body[body.len() - 8..],
+        &[1, 2, 3, 4, 5, 6, 7, 8],
+        "payload id at the end"
+    );
+
+    // Blobs: v2 null -> 204, v3 partial -> 200 with one available entry.
+    let hashes = Message::BlobsRequest(sszgate_engine::message::BlobsRequest {
+        versioned_hashes: vec![alloy_primitives::B256::repeat_byte(1); 2],
+        indices: None,
+    })
+    .to_ssz(Fork::Osaka)
+    .unwrap();
+    let (code, headers, body) = send(
+        rest(&proxy, "POST", "/engine/v1/blobs/v2", None, hashes.clone()),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (
+            code.as_u16(),
+            body.len(),
+            headers.get("content-type").is_none()
+        ),
+        (204, 0, true)
+    );
+    let (code, _, body) = send(
+        rest(&proxy, "POST", "/engine/v1/blobs/v3", None, hashes),
+        false,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let v3 = method::by_name("engine_getBlobsV3").unwrap();
+    let expected = Message::from_json(v3, Fork::Osaka, MessageKind::Blobs, d.blobs_v3.as_bytes())
+        .unwrap()
+        .to_ssz(Fork::Osaka)
+        .unwrap();
+    assert!(body == expected.as_slice(), "blobs v3 bytes");
+
+    // Capabilities and identity, as JSON, from the EL's own answers.
+    let (code, _, body) = send(
+        rest(&proxy, "GET", "/engine/v1/capabilities", None, vec![]),
+        false,
+    )
+    .await;
+    let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (code.as_u16(), doc["supported_forks"].clone()),
+        (200, serde_json::json!(["prague", "osaka"]))
+    );
+    assert_eq!(
+        doc["independently_versioned"]["blobs"],
+        serde_json::json!(["v2", "v3"])
+    );
+    let (_, _, body) = send(
+        rest(&proxy, "GET", "/engine/v1/identity", None, vec![]),
+        false,
+    )
+    .await;
+    let identity: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(identity[0]["code"], "GE");
+
+    // An EL error maps to its problem type: -38001 -> 404 unknown-payload.
+    let (code, headers, body) = send(
+        rest(
+            &proxy,
+            "GET",
+            "/engine/v1/payloads/0x0000000000000009",
+            Some("prague"),
+            vec![],
+        ),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), headers["content-type"].to_str().unwrap()),
+        (404, "application/problem+json")
+    );
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        serde_json::json!({"type": "/engine-api/errors/unknown-payload", "detail": "Unknown payload"})
+    );
+
+    let calls_seen = el.seen().len();
+    let (db, _dir) = proxy.finish().await;
+    assert_eq!(calls_seen, 8);
+    let r: (String, String, i64, i64, i64, i64, i64) = db
+        .query_row(
+            "SELECT mode, method, block_number, translate_request_us >= 0, translate_response_us >= 0, upstream_request_bytes > request_bytes, upstream_response_bytes FROM calls WHERE resource = 'payloads'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (r.0.as_str(), r.1.as_str(), r.2 as u64, r.3, r.4, r.5),
+        (
+            "bridge",
+            "engine_newPayloadV4",
+            d.np.payload_v1().block_number,
+            1,
+            1,
+            1
+        )
+    );
+    assert!(r.6 > 0);
+    let blob_count: i64 = db
+        .query_row(
+            "SELECT blob_count FROM calls WHERE method = 'engine_getPayloadV5'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(blob_count, 6);
+}
+
+#[tokio::test]
+async fn bad_rest_calls_are_refused_before_the_el() {
+    let d = data();
+    let el = FakeEl::start(fake_el_for(&d)).await;
+    let proxy = Proxy::start_bridge(&el.url(), SECRET).await;
+    let envelope = Message::NewPayload(d.np.clone())
+        .to_ssz(Fork::Prague)
+        .unwrap();
+    let problem = |body: &Bytes| {
+        serde_json::from_slice::<serde_json::Value>(body).unwrap()["type"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    // Undecodable SSZ.
+    let (code, _, body) = send(
+        rest(
+            &proxy,
+            "POST",
+            "/engine/v1/payloads",
+            Some("prague"),
+            envelope[..100].to_vec(),
+        ),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), problem(&body)),
+        (400, "/engine-api/errors/ssz-decode-error".into())
+    );
+    // No fork header; an unknown fork.
+    for fork in [None, Some("bogota")] {
+        let (code, _, body) = send(
+            rest(
+                &proxy,
+                "POST",
+                "/engine/v1/payloads",
+                fork,
+                envelope.clone(),
+            ),
+            false,
+        )
+        .await;
+        assert_eq!(
+            (code.as_u16(), problem(&body)),
+            (400, "/engine-api/errors/unsupported-fork".into()),
+            "{fork:?}"
+        );
+    }
+    // Wrong content type.
+    let mut request = rest(
+        &proxy,
+        "POST",
+        "/engine/v1/payloads",
+        Some("prague"),
+        envelope.clone(),
+    );
+    request
+        .headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    let (code, _, body) = send(request, false).await;
+    assert_eq!(
+        (code.as_u16(), problem(&body)),
+        (415, "/engine-api/errors/unsupported-media-type".into())
+    );
+    // No token, a token of another secret, an old token.
+    let other = JwtSecret::from_hex(&"01".repeat(32)).unwrap();
+    let old = JwtSecret::from_hex(SECRET).unwrap().token_at(1_000_000);
+    for token in [None, Some(other.token()), Some(old)] {
+        let mut request = rest(
+            &proxy,
+            "POST",
+            "/engine/v1/payloads",
+            Some("prague"),
+            envelope.clone(),
+        );
+        match &token {
+            Some(t) => request
+                .headers_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap()),
+            None => request.headers_mut().remove("authorization"),
+        };
+        let (code, _, body) = send(request, false).await;
+        assert_eq!(code, 401, "{token:?}");
+        assert!(String::from_utf8_lossy(&body).contains("JWT refused"));
+    }
+    assert!(
+        el.seen().is_empty(),
+        "nothing half-translated reached the EL"
+    );
+    let (db, _dir) = proxy.finish().await;
+    let n: i64 = db
+        .query_row(
+            "SELECT count(*) FROM calls WHERE mode = 'bridge' AND status >= 400",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 7, "every refusal is recorded");
+}
