@@ -61,7 +61,7 @@ impl JwtSecret {
             .decode(signature)
             .map_err(|_| "the signature is not base64url")?;
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
-        mac.update(token[..header_and_claims_len(token)].as_bytes());
+        mac.update(&token.as_bytes()[..header_and_claims_len(token)]);
         mac.verify_slice(&signature)
             .map_err(|_| "the signature does not match the secret")?;
         let claims: serde_json::Value = URL_SAFE_NO_PAD
