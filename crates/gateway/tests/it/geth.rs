@@ -18,7 +18,7 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 use sszgate_gateway::JwtSecret;
 
-use crate::{Proxy, try_send};
+use crate::{Proxy, send, try_send};
 
 fn geth_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("SSZGATE_GETH") {
@@ -78,8 +78,18 @@ async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> (u1
     }
 }
 
-#[tokio::test]
-async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
+/// A running geth on a fresh chain: the Engine API port, the genesis hash and time, the JWT.
+struct Node {
+    _geth: Geth,
+    _dir: tempfile::TempDir,
+    auth_port: u16,
+    head: String,
+    timestamp: u64,
+    secret_hex: String,
+}
+
+/// Starts geth, or says why it cannot (None: skip locally, fail under CI).
+async fn start_geth() -> Option<Node> {
     let Some(geth) = geth_binary() else {
         let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
         assert!(
@@ -89,7 +99,7 @@ async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
         eprintln!(
             "\n!!!!!!!! SKIPPED: real-geth test: no geth (scripts/install-geth.sh, or SSZGATE_GETH) !!!!!!!!\n"
         );
-        return;
+        return None;
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -131,7 +141,7 @@ async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
     .unwrap();
     let (auth_port, http_port) = (free_port(), free_port());
     let log = std::fs::File::create(d.join("geth.log")).unwrap();
-    let _geth = Geth(
+    let geth_process = Geth(
         Command::new(&geth)
             .arg("--config")
             .arg(d.join("p2p-off.toml"))
@@ -190,6 +200,27 @@ async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
     )
     .unwrap();
 
+    Some(Node {
+        _geth: geth_process,
+        _dir: dir,
+        auth_port,
+        head,
+        timestamp,
+        secret_hex,
+    })
+}
+
+#[tokio::test]
+async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
+    let Some(node) = start_geth().await else {
+        return;
+    };
+    let (auth_port, head, timestamp, secret_hex) = (
+        node.auth_port,
+        node.head.clone(),
+        node.timestamp,
+        node.secret_hex.clone(),
+    );
     let proxy = Proxy::start(&format!("http://127.0.0.1:{auth_port}")).await;
     let url = proxy.url();
     let secret = JwtSecret::from_hex(&secret_hex).unwrap();
@@ -294,4 +325,177 @@ async fn real_geth_through_the_proxy_builds_and_imports_a_block() {
         (Some("VALID"), Some(1), Some(new_head.as_str()))
     );
     assert_eq!(rows[6].1, 401);
+}
+
+/// REST-SSZ from the CL side, JSON-RPC on geth's side: the bridge builds and imports a block.
+#[tokio::test]
+async fn real_geth_behind_the_bridge_speaks_rest_ssz() {
+    use sszgate_engine::{
+        Fork, Message, MessageKind,
+        message::{BuiltPayload, Forkchoice, NewPayload},
+        method,
+    };
+    let Some(node) = start_geth().await else {
+        return;
+    };
+    let proxy = Proxy::start_bridge(
+        &format!("http://127.0.0.1:{}", node.auth_port),
+        &node.secret_hex,
+    )
+    .await;
+    let secret = JwtSecret::from_hex(&node.secret_hex).unwrap();
+    let rest = |method: &str, path: &str, fork: Option<&str>, body: Vec<u8>| {
+        let mut r = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", proxy.url()))
+            .header("authorization", format!("Bearer {}", secret.token()))
+            .header("content-type", "application/octet-stream");
+        if let Some(fork) = fork {
+            r = r.header("eth-execution-version", fork);
+        }
+        r.body(Full::new(Bytes::from(body))).unwrap()
+    };
+    let fcu_method = method::by_name("engine_forkchoiceUpdatedV3").unwrap();
+    let root = format!("0x{}", "02".repeat(32));
+    let params = json!([
+        {"headBlockHash": node.head, "safeBlockHash": node.head, "finalizedBlockHash": node.head},
+        {"timestamp": format!("0x{:x}", node.timestamp + 12), "prevRandao": format!("0x{}", "01".repeat(32)),
+         "suggestedFeeRecipient": format!("0x{}", "11".repeat(20)), "withdrawals": [], "parentBeaconBlockRoot": root}
+    ]);
+    let fcu = Message::from_json(
+        fcu_method,
+        Fork::Osaka,
+        MessageKind::Forkchoice,
+        params.to_string().as_bytes(),
+    )
+    .unwrap();
+    let (code, _, body) = send(
+        rest(
+            "POST",
+            "/engine/v1/forkchoice",
+            Some("osaka"),
+            fcu.to_ssz(Fork::Osaka).unwrap(),
+        ),
+        true,
+    )
+    .await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let Message::ForkchoiceResponse(answer) = Message::from_ssz(
+        fcu_method,
+        Fork::Osaka,
+        MessageKind::ForkchoiceResponse,
+        &body,
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert!(answer.payload_status.status.is_valid());
+    let id = answer.payload_id.expect("geth started a build");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+
+    let (code, headers, body) = send(
+        rest(
+            "GET",
+            &format!("/engine/v1/payloads/{}", id),
+            Some("osaka"),
+            vec![],
+        ),
+        true,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), headers["cache-control"].to_str().unwrap()),
+        (200, "no-store")
+    );
+    let get = method::by_name("engine_getPayloadV5").unwrap();
+    let Message::BuiltPayload(BuiltPayload::V5(built)) =
+        Message::from_ssz(get, Fork::Osaka, MessageKind::BuiltPayload, &body).unwrap()
+    else {
+        panic!()
+    };
+    let payload = built.execution_payload;
+    assert_eq!(payload.payload_inner.payload_inner.block_number, 1);
+
+    let new_head = payload.payload_inner.payload_inner.block_hash;
+    let envelope = Message::NewPayload(NewPayload::Prague(
+        payload,
+        vec![],
+        root.parse().unwrap(),
+        built.execution_requests,
+    ))
+    .to_ssz(Fork::Osaka)
+    .unwrap();
+    let (code, _, body) = send(
+        rest("POST", "/engine/v1/payloads", Some("osaka"), envelope),
+        true,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let np = method::by_name("engine_newPayloadV4").unwrap();
+    let Message::PayloadStatus(status) =
+        Message::from_ssz(np, Fork::Osaka, MessageKind::PayloadStatus, &body).unwrap()
+    else {
+        panic!()
+    };
+    assert!(status.status.is_valid(), "{status:?}");
+    assert_eq!(status.latest_valid_hash, Some(new_head));
+
+    let fcu = Message::Forkchoice(Forkchoice {
+        state: alloy_rpc_types_engine::ForkchoiceState {
+            head_block_hash: new_head,
+            safe_block_hash: node.head.parse().unwrap(),
+            finalized_block_hash: node.head.parse().unwrap(),
+        },
+        attributes: None,
+        custody_columns: None,
+    });
+    let (code, _, body) = send(
+        rest(
+            "POST",
+            "/engine/v1/forkchoice",
+            Some("osaka"),
+            fcu.to_ssz(Fork::Osaka).unwrap(),
+        ),
+        false,
+    )
+    .await;
+    let Message::ForkchoiceResponse(answer) = Message::from_ssz(
+        fcu_method,
+        Fork::Osaka,
+        MessageKind::ForkchoiceResponse,
+        &body,
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(code, 200);
+    assert!(answer.payload_status.status.is_valid());
+
+    let (code, _, body) = send(rest("GET", "/engine/v1/capabilities", None, vec![]), false).await;
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        doc["supported_forks"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("osaka")),
+        "{doc}"
+    );
+
+    let (db, _keep) = proxy.finish().await;
+    let modes: Vec<(String, String, i64)> = db
+        .prepare("SELECT mode, coalesce(method, '?'), status FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(modes.len(), 5);
+    assert!(
+        modes
+            .iter()
+            .all(|(mode, _, status)| mode == "bridge" && *status == 200),
+        "{modes:?}"
+    );
+    assert_eq!(modes[2].1, "engine_newPayloadV4");
 }
