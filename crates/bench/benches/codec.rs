@@ -52,6 +52,58 @@ fn main() {
         blobs.len()
     );
 
+    // newPayload with the largest real mainnet payload of the data set, both ways.
+    let largest = fixtures
+        .blocks
+        .iter()
+        .filter(|b| b.fork >= Fork::Cancun)
+        .max_by_key(|b| b.payload_ssz.len())
+        .expect("a cancun+ block");
+    let (np_fork, np) = (
+        if largest.fork == Fork::Cancun {
+            Fork::Cancun
+        } else {
+            Fork::Prague
+        },
+        largest.new_payload().expect("payload"),
+    );
+    let np_method =
+        sszgate_engine::method::for_fork(sszgate_engine::method::Family::NewPayload, np_fork)
+            .unwrap();
+    let np_msg = Message::NewPayload(np);
+    let np_json = np_msg.to_json().unwrap();
+    let np_ssz = np_msg.to_ssz(np_fork).unwrap();
+    println!(
+        "### newPayload of mainnet block {} ({}, {} txs): JSON params {} bytes, SSZ envelope {} bytes\n",
+        largest.slot,
+        np_fork,
+        np_msg_tx_count(&np_msg),
+        np_json.len(),
+        np_ssz.len()
+    );
+    let mut variants = vec![
+        Variant::new("newPayload JSON -> SSZ (translate)", || {
+            drop(black_box(
+                Message::from_json(np_method, np_fork, MessageKind::NewPayload, &np_json)
+                    .unwrap()
+                    .to_ssz(np_fork)
+                    .unwrap(),
+            ))
+        }),
+        Variant::new("newPayload SSZ -> JSON (translate, hashes derived)", || {
+            drop(black_box(
+                Message::from_ssz(np_method, np_fork, MessageKind::NewPayload, &np_ssz)
+                    .unwrap()
+                    .to_json()
+                    .unwrap(),
+            ))
+        }),
+    ];
+    println!(
+        "{}",
+        markdown_table(&interleave(&mut variants, 3, rounds * 4))
+    );
+
     for n in blob_counts {
         let BuiltPayload::V5(env) = built_payload(Fork::Osaka, &payload, &blobs, n).unwrap() else {
             unreachable!()
@@ -151,5 +203,12 @@ fn main() {
         ];
         let summaries = interleave(&mut variants, 3, if n >= 24 { rounds } else { rounds * 4 });
         println!("{}", markdown_table(&summaries));
+    }
+}
+
+fn np_msg_tx_count(msg: &Message) -> usize {
+    match msg {
+        Message::NewPayload(np) => np.transactions().len(),
+        _ => 0,
     }
 }
