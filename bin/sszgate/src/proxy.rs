@@ -34,9 +34,11 @@ pub(crate) struct ProxyArgs {
     #[arg(long, env = "SSZGATE_MAX_BODY", default_value_t = 64 << 20, help_heading = "Relay")]
     max_body: usize,
 
-    /// What the EL speaks: json (REST-SSZ calls from the CL are bridged to JSON-RPC), ssz
-    /// (relayed as they are), or auto (ask GET /engine/v1/capabilities at start: a 404 means
-    /// JSON-RPC, as the spec's transition window says).
+    /// How to talk to the EL: json (it speaks JSON-RPC only: REST-SSZ calls from the CL are
+    /// bridged), ssz (use REST-SSZ upstream: JSON-RPC calls with a REST form are bridged),
+    /// relay (relay everything as it comes), or auto (ask GET /engine/v1/capabilities at start:
+    /// a 404 means json, as the spec's transition window says; a 200 means relay). Bridging
+    /// needs --jwt-secret.
     #[arg(
         long,
         env = "SSZGATE_UPSTREAM_TRANSPORT",
@@ -111,6 +113,8 @@ enum TransportArg {
     Json,
     /// REST-SSZ: relay as it is.
     Ssz,
+    /// Relay as it comes.
+    Relay,
     /// Ask the EL.
     Auto,
 }
@@ -181,6 +185,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
     let upstream_transport = match args.upstream_transport {
         TransportArg::Json => UpstreamTransport::Json,
         TransportArg::Ssz => UpstreamTransport::Ssz,
+        TransportArg::Relay => UpstreamTransport::Relay,
         TransportArg::Auto => upstream.probe_transport(secret.as_ref()).await,
     };
     if upstream_transport == UpstreamTransport::Json && secret.is_none() {

@@ -23,13 +23,16 @@ use sszgate_record::Capture;
 
 use crate::{ProxyConfig, upstream::UpstreamError};
 
-/// Which transport the upstream EL speaks.
+/// How the gateway talks to the upstream EL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UpstreamTransport {
-    /// JSON-RPC only: REST-SSZ calls are translated.
+    /// The EL speaks JSON-RPC only: REST-SSZ calls from the CL are bridged to JSON-RPC.
     Json,
-    /// REST-SSZ (and JSON-RPC): REST-SSZ calls are relayed as they are.
+    /// Use REST-SSZ on the upstream link: JSON-RPC calls with a REST form are bridged to
+    /// REST-SSZ; REST-SSZ calls and the rest are relayed.
     Ssz,
+    /// The EL speaks both: everything is relayed as it comes (snoop only).
+    Relay,
 }
 
 /// What the bridge answers and what it measured.
@@ -191,6 +194,175 @@ fn unauthorized(why: &str) -> Bridged {
     let mut answer = problem(Problem::InvalidRequest, format!("JWT refused: {why}"));
     answer.response.status = 401;
     answer
+}
+
+/// Translates one JSON-RPC call to REST-SSZ, calls the EL, and translates the answer back.
+/// `None` when the call has no REST form (or is a batch): the caller relays it as it is.
+pub(crate) async fn json_to_rest(
+    headers: &HeaderMap,
+    body: &Bytes,
+    config: &ProxyConfig,
+) -> Option<(Bridged, Option<Bytes>)> {
+    let envelope = scan::envelope(body)?;
+    let name = envelope.method?;
+    let m = method::by_name(name).ok()?;
+    // exchangeCapabilities stays JSON-RPC (it is how the CL learns the JSON methods).
+    if m.family == method::Family::ExchangeCapabilities {
+        return None;
+    }
+    let id = envelope.id.map(Bytes::copy_from_slice);
+    let Some(secret) = &config.jwt else {
+        return Some((
+            problem(
+                Problem::Internal,
+                "the JSON-RPC -> REST-SSZ bridge needs --jwt-secret",
+            ),
+            id,
+        ));
+    };
+    match bearer(headers) {
+        None => return Some((unauthorized("no bearer token"), id)),
+        Some(token) => {
+            if let Err(why) = secret.verify(token) {
+                return Some((unauthorized(&why), id));
+            }
+        }
+    }
+    let params = envelope.params.unwrap_or(b"[]");
+    let started = Instant::now();
+    // A method that serves several forks: the newest, unless the params only fit an older one
+    // (a newPayloadV2 payload without withdrawals is a Paris one).
+    let mut attempt = None;
+    for &fork in m.forks.iter().rev() {
+        match translate::request_to_rest(name, params, Some(fork)) {
+            Ok(rest) => {
+                attempt = Some(Ok((fork, rest)));
+                break;
+            }
+            Err(e) => {
+                if attempt.is_none() {
+                    attempt = Some(Err(e));
+                }
+            }
+        }
+    }
+    let (fork, rest) = match attempt.expect("every method serves a fork") {
+        Ok(ok) => ok,
+        Err(e) => return Some((problem(e.problem(), e.to_string()), id)),
+    };
+    let translate_request_us = started.elapsed().as_micros() as u64;
+    let mut request = Request::builder()
+        .method(rest.method.as_str())
+        .uri(config.upstream.uri(&rest.target))
+        .header(header::AUTHORIZATION, format!("Bearer {}", secret.token()))
+        .header(
+            header::ACCEPT,
+            if m.resource.is_json() {
+                method::JSON_CONTENT_TYPE
+            } else {
+                method::SSZ_CONTENT_TYPE
+            },
+        );
+    if let Some(content_type) = rest.content_type() {
+        request = request.header(header::CONTENT_TYPE, content_type);
+    }
+    if let Some(fork) = rest.fork {
+        request = request.header(method::FORK_HEADER, fork.name());
+    }
+    let upstream_request_bytes = rest.body.len() as u64;
+    let request = request
+        .body(Full::new(Bytes::from(rest.body)))
+        .expect("a valid request");
+    let sent = Instant::now();
+    let (status, answer) = match config.upstream.send(request).await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            match response.into_body().collect().await {
+                Ok(body) => (status, body.to_bytes()),
+                Err(e) => {
+                    return Some((
+                        problem(Problem::Internal, format!("upstream body failed: {e}")),
+                        id,
+                    ));
+                }
+            }
+        }
+        Err(e) => return Some((problem(Problem::Internal, e.to_string()), id)),
+    };
+    let upstream_us = sent.elapsed().as_micros() as u64;
+    let started = Instant::now();
+    let requested = scan::array_elements(params)
+        .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
+        .map_or(0, |h| h.len());
+    let json = match translate::result_from_rest(m, fork, status, &answer, requested) {
+        Ok(Ok(result)) => rpc_result(id.as_deref(), Ok(&result)),
+        Ok(Err(error)) => rpc_result(id.as_deref(), Err(&error)),
+        Err(e) => rpc_result(
+            id.as_deref(),
+            Err(&RpcError {
+                code: -32603,
+                message: format!("the EL's {} answer does not translate: {e}", m.resource),
+            }),
+        ),
+    };
+    Some((
+        Bridged {
+            response: RestResponse {
+                status: 200,
+                content_type: Some(method::JSON_CONTENT_TYPE),
+                no_store: false,
+                body: json,
+            },
+            translate_request_us: Some(translate_request_us),
+            translate_response_us: Some(started.elapsed().as_micros() as u64),
+            upstream_request_bytes: Some(upstream_request_bytes),
+            upstream_response_bytes: Some(answer.len() as u64),
+            upstream_us: Some(upstream_us),
+        },
+        id,
+    ))
+}
+
+/// A JSON-RPC response object.
+fn rpc_result(id: Option<&[u8]>, outcome: Result<&[u8], &RpcError>) -> Vec<u8> {
+    let id = id.unwrap_or(b"null");
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id);
+    match outcome {
+        Ok(result) => {
+            out.extend_from_slice(b",\"result\":");
+            out.extend_from_slice(result);
+        }
+        Err(error) => {
+            out.extend_from_slice(b",\"error\":");
+            out.extend_from_slice(&serde_json::to_vec(error).expect("an error serializes"));
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+/// A bridged JSON-RPC refusal: the problem as a JSON-RPC error object (HTTP 401 stays 401).
+pub(crate) fn as_json_rpc(bridged: Bridged, id: Option<&[u8]>) -> Bridged {
+    if bridged.response.content_type != Some(method::PROBLEM_CONTENT_TYPE) {
+        return bridged;
+    }
+    let status = if bridged.response.status == 401 {
+        401
+    } else {
+        200
+    };
+    let error = translate::error_from_problem(bridged.response.status, &bridged.response.body);
+    Bridged {
+        response: RestResponse {
+            status,
+            content_type: Some(method::JSON_CONTENT_TYPE),
+            no_store: false,
+            body: rpc_result(id, Err(&error)),
+        },
+        ..bridged
+    }
 }
 
 /// The HTTP response of a bridged call, and the capture filled in.

@@ -236,6 +236,21 @@ async fn handle(
         Class::Rest(route) => capture.route = Some(route.clone()),
     }
 
+    if matches!(class, Class::JsonRpc { .. })
+        && config.upstream_transport == crate::UpstreamTransport::Ssz
+        && let Some((bridged, id)) =
+            crate::bridge::json_to_rest(&parts.headers, &body, &config).await
+    {
+        let bridged = crate::bridge::as_json_rpc(bridged, id.as_deref());
+        let response = crate::bridge::into_response(bridged, &mut capture);
+        capture.total_us = arrived.elapsed().as_micros() as u64;
+        recorder.record(capture);
+        let (parts, body) = response.into_parts();
+        return Ok(Response::from_parts(
+            parts,
+            body.map_err(|never| match never {}).boxed_unsync(),
+        ));
+    }
     if let Class::Rest(route) = &class
         && config.upstream_transport == crate::UpstreamTransport::Json
     {

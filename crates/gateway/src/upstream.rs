@@ -164,7 +164,8 @@ impl Upstream {
     }
 
     /// Asks `GET /engine/v1/capabilities` (with the gateway's JWT when it has one): `200` means
-    /// the EL speaks REST-SSZ; anything else (a 404 from a JSON-RPC-only EL) means JSON-RPC.
+    /// the EL speaks REST-SSZ besides JSON-RPC, so both are relayed as they come; anything
+    /// else (a 404 from a JSON-RPC-only EL) means JSON-RPC only, and REST-SSZ calls are bridged.
     pub async fn probe_transport(&self, jwt: Option<&JwtSecret>) -> crate::UpstreamTransport {
         let mut request = Request::get(self.uri("/engine/v1/capabilities"))
             .header(http::header::ACCEPT, "application/json");

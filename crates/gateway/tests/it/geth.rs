@@ -499,3 +499,127 @@ async fn real_geth_behind_the_bridge_speaks_rest_ssz() {
     );
     assert_eq!(modes[2].1, "engine_newPayloadV4");
 }
+
+/// A JSON-RPC CL, REST-SSZ in the middle, geth at the end: sszgate (JSON-RPC -> REST-SSZ) in
+/// front of sszgate (REST-SSZ -> JSON-RPC) in front of geth. Every call crosses the middle
+/// link as REST-SSZ and comes back to the CL as the JSON-RPC it expects, errors included.
+#[tokio::test]
+async fn json_rpc_cl_over_a_rest_ssz_link_to_real_geth() {
+    let Some(node) = start_geth().await else {
+        return;
+    };
+    let inner = Proxy::start_bridge(
+        &format!("http://127.0.0.1:{}", node.auth_port),
+        &node.secret_hex,
+    )
+    .await;
+    let jwt = JwtSecret::from_hex(&node.secret_hex).unwrap();
+    let outer = Proxy::start_full(
+        &inner.url(),
+        Duration::from_secs(5),
+        64 << 20,
+        sszgate_gateway::UpstreamTransport::Ssz,
+        Some(jwt.clone()),
+    )
+    .await;
+    let url = outer.url();
+    let token = jwt.token();
+    let t = Some(token.as_str());
+    let root = format!("0x{}", "02".repeat(32));
+    let attributes = json!({
+        "timestamp": format!("0x{:x}", node.timestamp + 12),
+        "prevRandao": format!("0x{}", "01".repeat(32)),
+        "suggestedFeeRecipient": format!("0x{}", "11".repeat(20)),
+        "withdrawals": [],
+        "parentBeaconBlockRoot": root,
+    });
+    let head = node.head.clone();
+    let state = json!({"headBlockHash": head, "safeBlockHash": head, "finalizedBlockHash": head});
+    let (_, fcu) = rpc(
+        &url,
+        t,
+        "engine_forkchoiceUpdatedV3",
+        json!([state, attributes]),
+    )
+    .await;
+    assert_eq!(fcu["result"]["payloadStatus"]["status"], "VALID", "{fcu}");
+    let payload_id = fcu["result"]["payloadId"]
+        .as_str()
+        .expect("a payload id")
+        .to_string();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_, built) = rpc(&url, t, "engine_getPayloadV5", json!([payload_id])).await;
+    let payload = built["result"]["executionPayload"].clone();
+    assert_eq!(payload["blockNumber"], "0x1", "{built}");
+    let (_, status) = rpc(
+        &url,
+        t,
+        "engine_newPayloadV4",
+        json!([payload, [], root, built["result"]["executionRequests"]]),
+    )
+    .await;
+    assert_eq!(status["result"]["status"], "VALID", "{status}");
+    // An unknown payload id: geth's error becomes a problem type in the middle and the same
+    // JSON-RPC code again for the CL (whatever code geth picks for it).
+    let direct = format!("http://127.0.0.1:{}", node.auth_port);
+    let (_, expected) = rpc(
+        &direct,
+        t,
+        "engine_getPayloadV5",
+        json!(["0x00000000000000ff"]),
+    )
+    .await;
+    let (_, unknown) = rpc(
+        &url,
+        t,
+        "engine_getPayloadV5",
+        json!(["0x00000000000000ff"]),
+    )
+    .await;
+    assert!(expected["error"]["code"].is_i64(), "{expected}");
+    assert_eq!(
+        (
+            unknown["error"]["code"].clone(),
+            unknown["error"]["message"].clone()
+        ),
+        (
+            expected["error"]["code"].clone(),
+            expected["error"]["message"].clone()
+        )
+    );
+    // exchangeCapabilities stays JSON-RPC end to end.
+    let (_, caps) = rpc(
+        &url,
+        t,
+        "engine_exchangeCapabilities",
+        json!([["engine_newPayloadV4"]]),
+    )
+    .await;
+    assert!(caps["result"].is_array(), "{caps}");
+
+    let (outer_db, _a) = outer.finish().await;
+    let (inner_db, _b) = inner.finish().await;
+    let rows = |db: &rusqlite::Connection| -> Vec<(String, String, String)> {
+        db.prepare("SELECT mode, transport, coalesce(method, '?') FROM calls ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let outer_rows = rows(&outer_db);
+    let inner_rows = rows(&inner_db);
+    assert_eq!(outer_rows.len(), 5, "{outer_rows:?}");
+    assert!(
+        outer_rows[..4]
+            .iter()
+            .all(|(mode, transport, _)| mode == "bridge" && transport == "json-rpc"),
+        "{outer_rows:?}"
+    );
+    assert_eq!(outer_rows[4].0, "snoop", "exchangeCapabilities is relayed");
+    // The middle link carried REST-SSZ for the four translated calls.
+    let rest: Vec<&(String, String, String)> =
+        inner_rows.iter().filter(|r| r.1 == "rest-ssz").collect();
+    assert_eq!(rest.len(), 4, "{inner_rows:?}");
+    assert_eq!(rest[2].2, "engine_newPayloadV4");
+}

@@ -38,7 +38,7 @@ impl Proxy {
             upstream,
             timeout,
             max_body,
-            sszgate_gateway::UpstreamTransport::Ssz,
+            sszgate_gateway::UpstreamTransport::Relay,
             None,
         )
         .await
