@@ -56,6 +56,74 @@ fn problem(problem: Problem, detail: impl Into<String>) -> Bridged {
     }
 }
 
+/// The response encodings the bridge offers, in order of preference (the spec's `zstd, gzip`).
+const ENCODINGS: [&str; 2] = ["zstd", "gzip"];
+
+/// The encoding to answer with, from the caller's `Accept-Encoding` (`q=0` refuses one).
+pub(crate) fn negotiate(headers: &HeaderMap) -> Option<&'static str> {
+    let accepted: Vec<(String, bool)> = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let name = parts.next().unwrap_or("").to_ascii_lowercase();
+            let refused =
+                parts.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0");
+            (name, !refused)
+        })
+        .collect();
+    ENCODINGS
+        .into_iter()
+        .find(|e| accepted.iter().any(|(name, ok)| *ok && name == e))
+}
+
+/// Compresses a body for `encoding` (zstd level 1 and gzip level 1: the link is loopback or
+/// LAN, so speed matters more than the last few percent).
+fn encode(body: &[u8], encoding: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    match encoding {
+        "zstd" => zstd::bulk::compress(body, 1),
+        _ => {
+            let mut gz = flate2::write::GzEncoder::new(
+                Vec::with_capacity(body.len() / 2),
+                flate2::Compression::fast(),
+            );
+            gz.write_all(body)?;
+            gz.finish()
+        }
+    }
+}
+
+/// Removes a content encoding the bridge understands.
+fn decode(body: Bytes, encoding: Option<&str>) -> std::io::Result<Bytes> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match encoding.map(|e| e.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") | Some("identity") => return Ok(body),
+        Some("zstd") => {
+            zstd::stream::read::Decoder::new(&body[..])?.read_to_end(&mut out)?;
+        }
+        Some("gzip") | Some("x-gzip") => {
+            flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out)?;
+        }
+        Some(other) => {
+            return Err(std::io::Error::other(format!(
+                "unsupported Content-Encoding {other:?}"
+            )));
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
+fn content_encoding(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?
@@ -120,6 +188,7 @@ pub(crate) async fn rest_to_json(
     let upstream_request_bytes = rpc_body.len() as u64;
     let request = Request::post(config.upstream.uri("/"))
         .header(header::CONTENT_TYPE, method::JSON_CONTENT_TYPE)
+        .header(header::ACCEPT_ENCODING, "zstd, gzip")
         .header(header::AUTHORIZATION, format!("Bearer {}", secret.token()))
         .body(Full::new(Bytes::from(rpc_body)))
         .expect("a valid request");
@@ -127,8 +196,19 @@ pub(crate) async fn rest_to_json(
     let answer = match config.upstream.send(request).await {
         Ok(response) => {
             let status = response.status();
+            let encoding = content_encoding(response.headers());
             match response.into_body().collect().await {
-                Ok(body) if status == StatusCode::OK => body.to_bytes(),
+                Ok(body) if status == StatusCode::OK => {
+                    match decode(body.to_bytes(), encoding.as_deref()) {
+                        Ok(body) => body,
+                        Err(e) => {
+                            return problem(
+                                Problem::Internal,
+                                format!("the EL's answer does not decode: {e}"),
+                            );
+                        }
+                    }
+                }
                 Ok(body) => {
                     let detail = format!(
                         "upstream answered HTTP {status}: {}",
@@ -277,8 +357,20 @@ pub(crate) async fn json_to_rest(
     let (status, answer) = match config.upstream.send(request).await {
         Ok(response) => {
             let status = response.status().as_u16();
+            let encoding = content_encoding(response.headers());
             match response.into_body().collect().await {
-                Ok(body) => (status, body.to_bytes()),
+                Ok(body) => match decode(body.to_bytes(), encoding.as_deref()) {
+                    Ok(body) => (status, body),
+                    Err(e) => {
+                        return Some((
+                            problem(
+                                Problem::Internal,
+                                format!("the EL's answer does not decode: {e}"),
+                            ),
+                            id,
+                        ));
+                    }
+                },
                 Err(e) => {
                     return Some((
                         problem(Problem::Internal, format!("upstream body failed: {e}")),
@@ -366,8 +458,21 @@ pub(crate) fn as_json_rpc(bridged: Bridged, id: Option<&[u8]>) -> Bridged {
 }
 
 /// The HTTP response of a bridged call, and the capture filled in.
-pub(crate) fn into_response(bridged: Bridged, capture: &mut Capture) -> Response<Full<Bytes>> {
-    let r = bridged.response;
+/// `encoding` is what the CL accepts (see [`negotiate`]); bodies are compressed with it.
+pub(crate) fn into_response(
+    bridged: Bridged,
+    capture: &mut Capture,
+    encoding: Option<&'static str>,
+) -> Response<Full<Bytes>> {
+    let mut r = bridged.response;
+    let mut content_encoding = None;
+    if let Some(encoding) = encoding.filter(|_| !r.body.is_empty())
+        && let Ok(compressed) = encode(&r.body, encoding)
+    {
+        r.body = compressed;
+        content_encoding = Some(encoding);
+        capture.encodings.1 = Some(encoding.to_string());
+    }
     capture.mode = "bridge";
     capture.status = r.status;
     capture.translate_request_us = bridged.translate_request_us;
@@ -383,6 +488,9 @@ pub(crate) fn into_response(bridged: Bridged, capture: &mut Capture) -> Response
     }
     if r.no_store {
         response = response.header(header::CACHE_CONTROL, "no-store");
+    }
+    if let Some(encoding) = content_encoding {
+        response = response.header(header::CONTENT_ENCODING, encoding);
     }
     response.body(Full::new(body)).expect("a valid response")
 }

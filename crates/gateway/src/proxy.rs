@@ -242,7 +242,11 @@ async fn handle(
             crate::bridge::json_to_rest(&parts.headers, &body, &config).await
     {
         let bridged = crate::bridge::as_json_rpc(bridged, id.as_deref());
-        let response = crate::bridge::into_response(bridged, &mut capture);
+        let response = crate::bridge::into_response(
+            bridged,
+            &mut capture,
+            crate::bridge::negotiate(&parts.headers),
+        );
         capture.total_us = arrived.elapsed().as_micros() as u64;
         recorder.record(capture);
         let (parts, body) = response.into_parts();
@@ -263,7 +267,11 @@ async fn handle(
             &config,
         )
         .await;
-        let response = crate::bridge::into_response(bridged, &mut capture);
+        let response = crate::bridge::into_response(
+            bridged,
+            &mut capture,
+            crate::bridge::negotiate(&parts.headers),
+        );
         capture.total_us = arrived.elapsed().as_micros() as u64;
         recorder.record(capture);
         let (parts, body) = response.into_parts();

@@ -424,3 +424,68 @@ async fn bad_rest_calls_are_refused_before_the_el() {
         .unwrap();
     assert_eq!(n, 7, "every refusal is recorded");
 }
+
+#[tokio::test]
+async fn bridged_answers_are_compressed_as_the_cl_asks_and_recorded_both_sizes() {
+    use std::io::Read;
+    let d = data();
+    let el = FakeEl::start(fake_el_for(&d)).await;
+    let proxy = Proxy::start_bridge(&el.url(), SECRET).await;
+    let expected = Message::BuiltPayload(d.built.clone())
+        .to_ssz(Fork::Osaka)
+        .unwrap();
+    for (accept, encoding) in [
+        ("zstd, gzip", Some("zstd")),
+        ("gzip", Some("gzip")),
+        ("br, zstd;q=0", None),
+    ] {
+        let mut request = rest(
+            &proxy,
+            "GET",
+            "/engine/v1/payloads/0x0102030405060708",
+            Some("osaka"),
+            vec![],
+        );
+        request
+            .headers_mut()
+            .insert("accept-encoding", accept.parse().unwrap());
+        let (code, headers, body) = send(request, false).await;
+        assert_eq!(code, 200);
+        assert_eq!(
+            headers.get("content-encoding").map(|v| v.to_str().unwrap()),
+            encoding,
+            "{accept}"
+        );
+        let mut plain = Vec::new();
+        match encoding {
+            Some("zstd") => {
+                zstd::stream::read::Decoder::new(&body[..])
+                    .unwrap()
+                    .read_to_end(&mut plain)
+                    .unwrap();
+            }
+            Some(_) => {
+                flate2::read::GzDecoder::new(&body[..])
+                    .read_to_end(&mut plain)
+                    .unwrap();
+            }
+            None => plain = body.to_vec(),
+        }
+        assert!(plain == expected, "{accept}: decoded bytes are the SSZ");
+        if encoding.is_some() {
+            assert!(
+                body.len() < expected.len(),
+                "{accept}: real blobs compress a little"
+            );
+        }
+    }
+    let (db, _dir) = proxy.finish().await;
+    let (encoding, bytes, decoded): (String, i64, i64) = db
+        .query_row("SELECT response_encoding, response_bytes, response_decoded_bytes FROM calls ORDER BY seq LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    assert_eq!(
+        (encoding.as_str(), decoded as usize),
+        ("zstd", expected.len())
+    );
+    assert!(bytes < decoded);
+}
