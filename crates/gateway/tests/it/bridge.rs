@@ -489,3 +489,167 @@ async fn bridged_answers_are_compressed_as_the_cl_asks_and_recorded_both_sizes()
     );
     assert!(bytes < decoded);
 }
+
+/// Every fork-scoped resource, every fork from Paris to Amsterdam: the EL gets the method the
+/// table names for that fork with the params of the message, and the CL gets the SSZ of the
+/// EL's answer, each checked against an encoding built independently from the same message.
+#[tokio::test]
+async fn every_fork_scoped_resource_in_every_fork() {
+    use std::sync::{Arc, Mutex};
+
+    use sszgate_engine::{
+        message::{BlobsRequest, Forkchoice},
+        method::{Family, for_fork},
+    };
+    use sszgate_fixtures::synthetic;
+
+    let next: Arc<Mutex<String>> = Arc::new(Mutex::new(String::new()));
+    let answer = next.clone();
+    let el = FakeEl::start(move |_| {
+        Answer::ok(
+            "application/json",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+                answer.lock().unwrap()
+            ),
+        )
+    })
+    .await;
+    let proxy = Proxy::start_bridge(&el.url(), SECRET).await;
+    let mut calls = 0;
+    for fork in Fork::ALL {
+        let name = fork.name();
+        // (family, REST method, path, request SSZ, request as the EL must see it, EL's result, expected SSZ answer)
+        let np = Message::NewPayload(synthetic::new_payload(fork, 3));
+        let status = r#"{"status":"VALID","latestValidHash":"0x1111111111111111111111111111111111111111111111111111111111111111","validationError":null}"#;
+        let fcu = Message::Forkchoice(Forkchoice {
+            state: alloy_rpc_types_engine::ForkchoiceState::default(),
+            attributes: Some(synthetic::attributes(fork)),
+            custody_columns: None,
+        });
+        let fcu_answer = r#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":"0x0a0b0c0d0e0f1011"}"#;
+        let get = for_fork(Family::GetPayload, fork).unwrap();
+        let built = Message::BuiltPayload(synthetic::built_payload(fork, get.version));
+        let by_hash = for_fork(Family::BodiesByHash, fork).unwrap();
+        let bodies = Message::Bodies(synthetic::bodies(fork, by_hash.version));
+        let hashes = Message::BodiesByHash(vec![alloy_primitives::B256::repeat_byte(7); 3]);
+        let cases: Vec<(Family, &str, String, Vec<u8>, Vec<u8>, String, Message)> = vec![
+            (
+                Family::NewPayload,
+                "POST",
+                "/engine/v1/payloads".into(),
+                np.to_ssz(fork).unwrap(),
+                np.to_json().unwrap(),
+                status.into(),
+                Message::PayloadStatus(serde_json::from_str(status).unwrap()),
+            ),
+            (
+                Family::ForkchoiceUpdated,
+                "POST",
+                "/engine/v1/forkchoice".into(),
+                fcu.to_ssz(fork).unwrap(),
+                fcu.to_json().unwrap(),
+                fcu_answer.into(),
+                Message::ForkchoiceResponse(serde_json::from_str(fcu_answer).unwrap()),
+            ),
+            (
+                Family::GetPayload,
+                "GET",
+                "/engine/v1/payloads/0x0102030405060708".into(),
+                vec![],
+                br#"["0x0102030405060708"]"#.to_vec(),
+                String::from_utf8(built.to_json().unwrap()).unwrap(),
+                built.clone(),
+            ),
+            (
+                Family::BodiesByHash,
+                "POST",
+                "/engine/v1/bodies/hash".into(),
+                hashes.to_ssz(fork).unwrap(),
+                hashes.to_json().unwrap(),
+                String::from_utf8(bodies.to_json().unwrap()).unwrap(),
+                bodies.clone(),
+            ),
+            (
+                Family::BodiesByRange,
+                "GET",
+                "/engine/v1/bodies?from=100&count=3".into(),
+                vec![],
+                br#"["0x64","0x3"]"#.to_vec(),
+                String::from_utf8(bodies.to_json().unwrap()).unwrap(),
+                bodies.clone(),
+            ),
+        ];
+        for (family, verb, path, body, params, result, expected) in cases {
+            *next.lock().unwrap() = result;
+            let (code, headers, got) =
+                send(rest(&proxy, verb, &path, Some(name), body), false).await;
+            assert_eq!(
+                code,
+                200,
+                "{name} {path}: {}",
+                String::from_utf8_lossy(&got)
+            );
+            assert_eq!(
+                headers.get("cache-control").is_some(),
+                family == Family::GetPayload,
+                "{name} {path}: no-store"
+            );
+            assert!(
+                got == expected.to_ssz(fork).unwrap().as_slice(),
+                "{name} {path}: answer bytes"
+            );
+            let seen = el.seen();
+            calls += 1;
+            assert_eq!(seen.len(), calls);
+            let call: serde_json::Value = serde_json::from_slice(&seen[calls - 1].body).unwrap();
+            assert_eq!(
+                call["method"],
+                for_fork(family, fork).unwrap().name,
+                "{name} {path}"
+            );
+            assert_eq!(
+                call["params"],
+                serde_json::from_slice::<serde_json::Value>(&params).unwrap(),
+                "{name} {path}: params"
+            );
+        }
+        // Blobs: the revision of the fork, hashes in, entries out.
+        let blobs_method = for_fork(Family::GetBlobs, fork);
+        if let Some(m) = blobs_method {
+            let request = Message::BlobsRequest(BlobsRequest {
+                versioned_hashes: vec![alloy_primitives::B256::repeat_byte(1)],
+                indices: (m.version >= 4).then(|| alloy_primitives::B128::repeat_byte(0xff)),
+            });
+            *next.lock().unwrap() = if m.version >= 2 {
+                "null".into()
+            } else {
+                "[null]".into()
+            };
+            let (code, _, got) = send(
+                rest(
+                    &proxy,
+                    "POST",
+                    &format!("/engine/v1/blobs/v{}", m.version),
+                    None,
+                    request.to_ssz(fork).unwrap(),
+                ),
+                false,
+            )
+            .await;
+            calls += 1;
+            let expected = if m.version >= 2 {
+                (204, 0)
+            } else {
+                (200, 4 + (1 + 131_072 + 48))
+            };
+            assert_eq!(
+                (code.as_u16(), got.len()),
+                expected,
+                "{name} blobs v{}",
+                m.version
+            );
+        }
+    }
+    proxy.finish().await;
+}
