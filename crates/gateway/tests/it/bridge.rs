@@ -490,6 +490,10 @@ async fn bridged_answers_are_compressed_as_the_cl_asks_and_recorded_both_sizes()
     assert!(bytes < decoded);
 }
 
+/// One row of the per-fork table: family, REST method, path, request SSZ, the params the EL
+/// must see, the EL's result, the message the CL must get.
+type Case = (sszgate_engine::method::Family, &'static str, String, Vec<u8>, Vec<u8>, String, Message);
+
 /// Every fork-scoped resource, every fork from Paris to Amsterdam: the EL gets the method the
 /// table names for that fork with the params of the message, and the CL gets the SSZ of the
 /// EL's answer, each checked against an encoding built independently from the same message.
@@ -519,7 +523,6 @@ async fn every_fork_scoped_resource_in_every_fork() {
     let mut calls = 0;
     for fork in Fork::ALL {
         let name = fork.name();
-        // (family, REST method, path, request SSZ, request as the EL must see it, EL's result, expected SSZ answer)
         let np = Message::NewPayload(synthetic::new_payload(fork, 3));
         let status = r#"{"status":"VALID","latestValidHash":"0x1111111111111111111111111111111111111111111111111111111111111111","validationError":null}"#;
         let fcu = Message::Forkchoice(Forkchoice {
@@ -533,7 +536,7 @@ async fn every_fork_scoped_resource_in_every_fork() {
         let by_hash = for_fork(Family::BodiesByHash, fork).unwrap();
         let bodies = Message::Bodies(synthetic::bodies(fork, by_hash.version));
         let hashes = Message::BodiesByHash(vec![alloy_primitives::B256::repeat_byte(7); 3]);
-        let cases: Vec<(Family, &str, String, Vec<u8>, Vec<u8>, String, Message)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 Family::NewPayload,
                 "POST",
