@@ -34,6 +34,17 @@ pub enum Error {
         /// The forks the method serves, comma separated.
         serves: String,
     },
+    /// A message of one fork where another fork's was asked for (a Paris payload from
+    /// getPayloadV2 under a Shanghai header, say).
+    #[error("{what} is a {found} message, not {expected}")]
+    WrongFork {
+        /// The message.
+        what: &'static str,
+        /// The fork asked for.
+        expected: Fork,
+        /// The fork of the message.
+        found: Fork,
+    },
     /// A REST request whose method and path match no resource.
     #[error("no Engine API resource at {method} {path}")]
     NoSuchResource {
@@ -94,7 +105,9 @@ impl Error {
     /// The problem type this error is reported as, on either transport.
     pub fn problem(&self) -> Problem {
         match self {
-            Error::UnknownFork(_) | Error::ForkNotSupported { .. } => Problem::UnsupportedFork,
+            Error::UnknownFork(_) | Error::ForkNotSupported { .. } | Error::WrongFork { .. } => {
+                Problem::UnsupportedFork
+            }
             Error::UnknownMethod(_) | Error::NoSuchResource { .. } | Error::NoForm { .. } => {
                 Problem::MethodNotFound
             }

@@ -869,14 +869,19 @@ fn built_to_ssz(b: &BuiltPayload, fork: Fork) -> Result<Vec<u8>> {
             }
             .as_ssz_bytes(),
             ExecutionPayloadFieldV2::V2(_) => {
-                return Err(Error::invalid(
-                    "getPayload result",
-                    "a paris payload has no withdrawals",
-                ));
+                return Err(Error::WrongFork {
+                    what: "getPayload result",
+                    expected: Fork::Paris,
+                    found: Fork::Shanghai,
+                });
             }
         },
         (BuiltPayload::V2(e), Fork::Shanghai) => wire::BuiltPayloadShanghai::try_from(e.clone())
-            .map_err(|err| Error::invalid("getPayload result", err.to_string()))?
+            .map_err(|_| Error::WrongFork {
+                what: "getPayload result",
+                expected: Fork::Shanghai,
+                found: Fork::Paris,
+            })?
             .as_ssz_bytes(),
         (BuiltPayload::V3(_), Fork::Cancun)
         | (BuiltPayload::V4(_), Fork::Prague)

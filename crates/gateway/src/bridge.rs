@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use sszgate_engine::{
-    Problem,
+    Fork, MethodSpec, Problem,
     method::{self, HttpMethod, Route},
     scan,
     translate::{self, RestResponse, RpcError},
@@ -246,6 +246,10 @@ pub(crate) async fn rest_to_json(
             let result = envelope.result.unwrap_or_default();
             match translate::result_to_rest(call.method, call.fork, result) {
                 Ok(response) => response,
+                // A payload of another fork than the header's: the CL asked under the wrong fork.
+                Err(e @ sszgate_engine::Error::WrongFork { .. }) => {
+                    translate::problem_response(Problem::UnsupportedFork, Some(e.to_string()))
+                }
                 Err(e) => translate::problem_response(
                     Problem::Internal,
                     Some(format!(
@@ -309,79 +313,101 @@ pub(crate) async fn json_to_rest(
         }
     }
     let params = envelope.params.unwrap_or(b"[]");
-    let started = Instant::now();
-    // A method that serves several forks: the newest, unless the params only fit an older one
-    // (a newPayloadV2 payload without withdrawals is a Paris one).
-    let mut attempt = None;
+    // A method that serves several forks: the newest first; an older one when the params only
+    // fit it (a newPayloadV2 payload without withdrawals is a Paris one) or when the EL says
+    // the answer is of another fork (a getPayloadV2 build from the Paris era). Bodies are
+    // fork-scoped by era on REST but not on JSON-RPC V1: entries a fork does not have are asked
+    // again of the older forks, and merged.
+    let bodies = matches!(
+        m.family,
+        method::Family::BodiesByHash | method::Family::BodiesByRange
+    );
+    let mut last = None;
+    let mut translate_request_us = 0;
+    let mut upstream_request_bytes = 0;
+    let mut upstream_response_bytes = 0;
+    let mut upstream_us = 0;
+    let mut outcome: Option<(Fork, u16, Bytes)> = None;
+    let mut merged: Option<Vec<serde_json::Value>> = None;
     for &fork in m.forks.iter().rev() {
-        match translate::request_to_rest(name, params, Some(fork)) {
-            Ok(rest) => {
-                attempt = Some(Ok((fork, rest)));
-                break;
-            }
+        let started = Instant::now();
+        let rest = match translate::request_to_rest(name, params, Some(fork)) {
+            Ok(rest) => rest,
             Err(e) => {
-                if attempt.is_none() {
-                    attempt = Some(Err(e));
-                }
+                last.get_or_insert(e);
+                continue;
             }
-        }
-    }
-    let (fork, rest) = match attempt.expect("every method serves a fork") {
-        Ok(ok) => ok,
-        Err(e) => return Some((problem(e.problem(), e.to_string()), id)),
-    };
-    let translate_request_us = started.elapsed().as_micros() as u64;
-    let mut request = Request::builder()
-        .method(rest.method.as_str())
-        .uri(config.upstream.uri(&rest.target))
-        .header(header::AUTHORIZATION, format!("Bearer {}", secret.token()))
-        .header(
-            header::ACCEPT,
-            if m.resource.is_json() {
-                method::JSON_CONTENT_TYPE
-            } else {
-                method::SSZ_CONTENT_TYPE
-            },
-        );
-    if let Some(content_type) = rest.content_type() {
-        request = request.header(header::CONTENT_TYPE, content_type);
-    }
-    if let Some(fork) = rest.fork {
-        request = request.header(method::FORK_HEADER, fork.name());
-    }
-    let upstream_request_bytes = rest.body.len() as u64;
-    let request = request
-        .body(Full::new(Bytes::from(rest.body)))
-        .expect("a valid request");
-    let sent = Instant::now();
-    let (status, answer) = match config.upstream.send(request).await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let encoding = content_encoding(response.headers());
-            match response.into_body().collect().await {
-                Ok(body) => match decode(body.to_bytes(), encoding.as_deref()) {
-                    Ok(body) => (status, body),
-                    Err(e) => {
-                        return Some((
-                            problem(
-                                Problem::Internal,
-                                format!("the EL's answer does not decode: {e}"),
-                            ),
-                            id,
-                        ));
+        };
+        translate_request_us += started.elapsed().as_micros() as u64;
+        upstream_request_bytes += rest.body.len() as u64;
+        let sent = Instant::now();
+        let (status, answer) = match call_rest(config, secret, m, rest).await {
+            Ok(answer) => answer,
+            Err(detail) => return Some((problem(Problem::Internal, detail), id)),
+        };
+        upstream_us += sent.elapsed().as_micros() as u64;
+        upstream_response_bytes += answer.len() as u64;
+        let wrong_fork = status == 400
+            && translate::error_from_problem(status, &answer).code
+                == Problem::UnsupportedFork.rpc_code();
+        if bodies && status == 200 {
+            let requested = scan::array_elements(params)
+                .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
+                .map_or(0, |h| h.len());
+            if let Ok(Ok(result)) = translate::result_from_rest(m, fork, status, &answer, requested)
+                && let Ok(serde_json::Value::Array(entries)) =
+                    serde_json::from_slice::<serde_json::Value>(&result)
+            {
+                let all = merged.get_or_insert_with(Vec::new);
+                if all.len() < entries.len() {
+                    all.resize(entries.len(), serde_json::Value::Null);
+                }
+                for (slot, entry) in all.iter_mut().zip(entries) {
+                    if slot.is_null() {
+                        *slot = entry;
                     }
-                },
-                Err(e) => {
-                    return Some((
-                        problem(Problem::Internal, format!("upstream body failed: {e}")),
-                        id,
-                    ));
                 }
+                outcome = Some((fork, status, answer));
+                if all.iter().all(|e| !e.is_null()) {
+                    break;
+                }
+                continue;
             }
         }
-        Err(e) => return Some((problem(Problem::Internal, e.to_string()), id)),
+        if merged.is_some() {
+            break;
+        }
+        outcome = Some((fork, status, answer));
+        if !wrong_fork {
+            break;
+        }
+    }
+    let Some((fork, status, answer)) = outcome else {
+        let e = last.expect("every method serves a fork");
+        return Some((problem(e.problem(), e.to_string()), id));
     };
-    let upstream_us = sent.elapsed().as_micros() as u64;
+    if let Some(entries) = merged {
+        let json = rpc_result(
+            id.as_deref(),
+            Ok(&serde_json::to_vec(&entries).expect("JSON values serialize")),
+        );
+        return Some((
+            Bridged {
+                response: RestResponse {
+                    status: 200,
+                    content_type: Some(method::JSON_CONTENT_TYPE),
+                    no_store: false,
+                    body: json,
+                },
+                translate_request_us: Some(translate_request_us),
+                translate_response_us: None,
+                upstream_request_bytes: Some(upstream_request_bytes),
+                upstream_response_bytes: Some(upstream_response_bytes),
+                upstream_us: Some(upstream_us),
+            },
+            id,
+        ));
+    }
     let started = Instant::now();
     let requested = scan::array_elements(params)
         .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
@@ -408,11 +434,59 @@ pub(crate) async fn json_to_rest(
             translate_request_us: Some(translate_request_us),
             translate_response_us: Some(started.elapsed().as_micros() as u64),
             upstream_request_bytes: Some(upstream_request_bytes),
-            upstream_response_bytes: Some(answer.len() as u64),
+            upstream_response_bytes: Some(upstream_response_bytes),
             upstream_us: Some(upstream_us),
         },
         id,
     ))
+}
+
+/// Sends one translated REST request upstream with the gateway's token; the status and the
+/// decoded body, or what went wrong.
+async fn call_rest(
+    config: &ProxyConfig,
+    secret: &crate::JwtSecret,
+    m: &MethodSpec,
+    rest: translate::RestRequest,
+) -> Result<(u16, Bytes), String> {
+    let mut request = Request::builder()
+        .method(rest.method.as_str())
+        .uri(config.upstream.uri(&rest.target))
+        .header(header::AUTHORIZATION, format!("Bearer {}", secret.token()))
+        .header(header::ACCEPT_ENCODING, "zstd, gzip")
+        .header(
+            header::ACCEPT,
+            if m.resource.is_json() {
+                method::JSON_CONTENT_TYPE
+            } else {
+                method::SSZ_CONTENT_TYPE
+            },
+        );
+    if let Some(content_type) = rest.content_type() {
+        request = request.header(header::CONTENT_TYPE, content_type);
+    }
+    if let Some(fork) = rest.fork {
+        request = request.header(method::FORK_HEADER, fork.name());
+    }
+    let request = request
+        .body(Full::new(Bytes::from(rest.body)))
+        .expect("a valid request");
+    let response = config
+        .upstream
+        .send(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let encoding = content_encoding(response.headers());
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("upstream body failed: {e}"))?
+        .to_bytes();
+    let body = decode(body, encoding.as_deref())
+        .map_err(|e| format!("the EL's answer does not decode: {e}"))?;
+    Ok((status, body))
 }
 
 /// A JSON-RPC response object.

@@ -62,7 +62,12 @@ fn forwardable(headers: &HeaderMap) -> impl Iterator<Item = (&header::HeaderName
         .filter(|(name, _)| !HOP_BY_HOP.contains(name) && name.as_str() != "keep-alive")
 }
 
-/// Serves the relay on `listener` until `shutdown` resolves; in-flight connections finish.
+/// Serves the relay on `listener` until `shutdown` resolves.
+///
+/// Shutdown protocol: the listener stops accepting; every open connection is told to finish
+/// (hyper's graceful shutdown: a call in flight completes, an idle keep-alive connection
+/// closes at once); we wait for them, at most 30 s. Records of the calls that finished are in
+/// the recorder's queue, which its owner drains afterwards.
 pub async fn serve(
     listener: TcpListener,
     config: Arc<ProxyConfig>,
@@ -70,7 +75,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
-    let connections = tokio_util_tasks::Tasks::default();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => accepted?,
@@ -79,44 +84,19 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let config = config.clone();
         let recorder = recorder.clone();
-        connections.spawn(async move {
-            let service =
-                service_fn(move |request| handle(request, config.clone(), recorder.clone()));
-            let builder = auto::Builder::new(TokioExecutor::new());
-            if let Err(e) = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                .await
-            {
+        let service = service_fn(move |request| handle(request, config.clone(), recorder.clone()));
+        let connection = auto::Builder::new(TokioExecutor::new())
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
         });
     }
-    connections.wait(Duration::from_secs(30)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await;
     Ok(())
-}
-
-/// Tracks spawned connection tasks so shutdown can wait for them.
-mod tokio_util_tasks {
-    use std::time::Duration;
-
-    use tokio::task::JoinSet;
-
-    #[derive(Default)]
-    pub(crate) struct Tasks(std::sync::Mutex<JoinSet<()>>);
-
-    impl Tasks {
-        pub(crate) fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
-            let mut set = self.0.lock().expect("tasks lock");
-            while set.try_join_next().is_some() {}
-            set.spawn(task);
-        }
-
-        pub(crate) async fn wait(&self, limit: Duration) {
-            let mut set = std::mem::take(&mut *self.0.lock().expect("tasks lock"));
-            let _ = tokio::time::timeout(limit, async { while set.join_next().await.is_some() {} })
-                .await;
-        }
-    }
 }
 
 fn now_unix_us() -> i64 {

@@ -492,7 +492,15 @@ async fn bridged_answers_are_compressed_as_the_cl_asks_and_recorded_both_sizes()
 
 /// One row of the per-fork table: family, REST method, path, request SSZ, the params the EL
 /// must see, the EL's result, the message the CL must get.
-type Case = (sszgate_engine::method::Family, &'static str, String, Vec<u8>, Vec<u8>, String, Message);
+type Case = (
+    sszgate_engine::method::Family,
+    &'static str,
+    String,
+    Vec<u8>,
+    Vec<u8>,
+    String,
+    Message,
+);
 
 /// Every fork-scoped resource, every fork from Paris to Amsterdam: the EL gets the method the
 /// table names for that fork with the params of the message, and the CL gets the SSZ of the
@@ -655,4 +663,113 @@ async fn every_fork_scoped_resource_in_every_fork() {
         }
     }
     proxy.finish().await;
+}
+
+/// The other direction, every fork: a JSON-RPC CL talks to a gateway that sends each call as
+/// REST-SSZ (`--upstream-transport ssz`) to a second gateway that bridges it back to the
+/// JSON-RPC fake EL. The CL must get exactly the EL's result, and the EL exactly the CL's call.
+#[tokio::test]
+async fn json_rpc_calls_cross_a_rest_ssz_link_in_every_fork() {
+    use std::sync::{Arc, Mutex};
+
+    use sszgate_engine::method::{Family, for_fork};
+    use sszgate_fixtures::synthetic;
+
+    let next: Arc<Mutex<String>> = Arc::new(Mutex::new(String::new()));
+    let answer = next.clone();
+    let el = FakeEl::start(move |_| {
+        Answer::ok(
+            "application/json",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+                answer.lock().unwrap()
+            ),
+        )
+    })
+    .await;
+    let inner = Proxy::start_bridge(&el.url(), SECRET).await;
+    let jwt = JwtSecret::from_hex(SECRET).unwrap();
+    let outer = Proxy::start_full(
+        &inner.url(),
+        std::time::Duration::from_secs(5),
+        64 << 20,
+        sszgate_gateway::UpstreamTransport::Ssz,
+        Some(jwt.clone()),
+    )
+    .await;
+    let mut calls = 0;
+    for fork in Fork::ALL {
+        let get = for_fork(Family::GetPayload, fork).unwrap();
+        let by_hash = for_fork(Family::BodiesByHash, fork).unwrap();
+        let np = Message::NewPayload(synthetic::new_payload(fork, 5));
+        let built = Message::BuiltPayload(synthetic::built_payload(fork, get.version));
+        let bodies = Message::Bodies(synthetic::bodies(fork, by_hash.version));
+        let status = r#"{"status":"SYNCING","latestValidHash":null,"validationError":null}"#;
+        let cases: Vec<(Family, String, String)> = vec![
+            (
+                Family::NewPayload,
+                String::from_utf8(np.to_json().unwrap()).unwrap(),
+                status.into(),
+            ),
+            (
+                Family::GetPayload,
+                r#"["0x0102030405060708"]"#.into(),
+                String::from_utf8(built.to_json().unwrap()).unwrap(),
+            ),
+            (
+                Family::BodiesByHash,
+                format!(r#"[["0x{}"]]"#, "07".repeat(32)),
+                String::from_utf8(bodies.to_json().unwrap()).unwrap(),
+            ),
+        ];
+        for (family, params, result) in cases {
+            let m = for_fork(family, fork).unwrap();
+            *next.lock().unwrap() = result.clone();
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":"c{calls}","method":"{}","params":{params}}}"#,
+                m.name
+            );
+            let request = Request::post(outer.url())
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {}", jwt.token()))
+                .body(Full::new(Bytes::from(body)))
+                .unwrap();
+            let (code, _, got) = send(request, false).await;
+            assert_eq!(code, 200, "{fork} {}", m.name);
+            let got: serde_json::Value = serde_json::from_slice(&got).unwrap();
+            assert_eq!(got["id"], format!("c{calls}"), "{fork} {}", m.name);
+            assert_eq!(
+                got["result"],
+                serde_json::from_str::<serde_json::Value>(&result).unwrap(),
+                "{fork} {}: result",
+                m.name
+            );
+            calls += 1;
+            // The last call the EL saw is this one (a call may take several REST requests:
+            // bodies asked fork by fork, a getPayloadV2 of the Paris era asked again).
+            let seen = el.seen();
+            let call: serde_json::Value =
+                serde_json::from_slice(&seen.last().unwrap().body).unwrap();
+            assert_eq!(call["method"], m.name, "{fork}");
+            assert_eq!(
+                call["params"],
+                serde_json::from_str::<serde_json::Value>(&params).unwrap(),
+                "{fork} {}: params",
+                m.name
+            );
+        }
+    }
+    let (db, _a) = inner.finish().await;
+    let rest: i64 = db
+        .query_row(
+            "SELECT count(*) FROM calls WHERE transport = 'rest-ssz' AND status = 200",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        rest as usize >= calls,
+        "every call crossed the middle link as REST-SSZ ({rest} < {calls})"
+    );
+    outer.finish().await;
 }
