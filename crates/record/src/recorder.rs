@@ -366,7 +366,7 @@ fn join(mut frames: Vec<bytes::Bytes>) -> bytes::Bytes {
     }
 }
 
-/// A body without its content encoding (gzip, deflate, zstd), with its decoded size; the body
+/// A body without its content encoding (gzip, deflate, zstd, framed snappy), with its decoded size; the body
 /// as it is when it has none, or one that cannot be decoded (the facts then stay empty).
 fn decoded(body: &bytes::Bytes, encoding: Option<&str>) -> (bytes::Bytes, Option<u64>) {
     use std::io::Read;
@@ -386,6 +386,9 @@ fn decoded(body: &bytes::Bytes, encoding: Option<&str>) -> (bytes::Bytes, Option
             .map(|_| ()),
         "zstd" => zstd::stream::read::Decoder::new(&body[..])
             .and_then(|mut d| d.read_to_end(&mut out))
+            .map(|_| ()),
+        "snappy" => snap::read::FrameDecoder::new(&body[..])
+            .read_to_end(&mut out)
             .map(|_| ()),
         _ => return (body.clone(), None),
     };
