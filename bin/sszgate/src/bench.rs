@@ -42,6 +42,9 @@ struct ProxyBenchArgs {
     /// Also write the Markdown report to this file.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also measure the bridge: REST-SSZ calls through a bridging gateway to the JSON-RPC EL.
+    #[arg(long)]
+    bridge: bool,
     /// Extra arguments for the `sszgate proxy` under test, e.g. --proxy-arg=--store=none.
     #[arg(long = "proxy-arg", allow_hyphen_values = true)]
     proxy_args: Vec<String>,
@@ -65,6 +68,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         small_calls: args.small_calls,
         nginx,
         proxy_args: args.proxy_args,
+        bridge: args.bridge,
     };
     eprintln!(
         "sszgate bench proxy: data {}, blobs {:?}, nginx {:?}",

@@ -48,6 +48,27 @@ pub struct Options {
     pub nginx: Option<PathBuf>,
     /// More arguments for `sszgate proxy` (e.g. `--store none`).
     pub proxy_args: Vec<String>,
+    /// Also measure the bridge (REST-SSZ calls to a gateway in front of the JSON-RPC fake EL).
+    pub bridge: bool,
+}
+
+/// One measured bridge case.
+#[derive(Clone, Debug)]
+pub struct BridgeResult {
+    /// Case name.
+    pub name: String,
+    /// Blobs in the answer.
+    pub blobs: usize,
+    /// Bytes of the JSON-RPC answer and of the REST-SSZ answer.
+    pub sizes: (usize, usize),
+    /// The JSON-RPC call straight to the EL.
+    pub direct: Summary,
+    /// The REST-SSZ call through the bridge.
+    pub bridged: Summary,
+    /// The same with `Accept-Encoding: zstd`.
+    pub bridged_zstd: Summary,
+    /// The bridge's CPU per call, ms (both variants).
+    pub cpu_ms_per_call: f64,
 }
 
 /// One measured case.
@@ -86,6 +107,8 @@ pub struct Report {
     pub small_calls: usize,
     /// Records the proxy wrote / dropped (from its status endpoint).
     pub records: (u64, u64),
+    /// The bridge cases, when measured.
+    pub bridge: Vec<BridgeResult>,
 }
 
 /// The canned answers of the fake EL, by case header.
@@ -132,7 +155,18 @@ async fn fake_el(answers: Arc<Answers>) -> SocketAddr {
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or("")
                             .to_string();
-                        let _ = request.into_body().collect().await;
+                        let body = request
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        // Bridged calls carry no bench header: pick the answer from the call.
+                        let case = if case.is_empty() {
+                            case_of(&body)
+                        } else {
+                            case
+                        };
                         Ok::<_, Infallible>(
                             Response::builder()
                                 .header("content-type", "application/json")
@@ -155,6 +189,30 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
+}
+
+/// The answer case of a JSON-RPC call the bridge made: the method, and the blob count (the
+/// last byte of the payload id, or the number of versioned hashes).
+fn case_of(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    if text.contains("engine_getPayloadV5") {
+        let id = text
+            .rsplit("0x")
+            .next()
+            .unwrap_or("")
+            .get(..16)
+            .unwrap_or("0");
+        format!(
+            "getPayload-{}",
+            u64::from_str_radix(&id[14..], 16).unwrap_or(0)
+        )
+    } else if text.contains("engine_getBlobsV2") {
+        format!("getBlobs-{}", text.matches("\"0x").count())
+    } else if text.contains("engine_newPayload") {
+        "newPayload".into()
+    } else {
+        "fcu".into()
+    }
 }
 
 /// The proxy under test, a child process stopped by its pid on drop.
@@ -309,7 +367,7 @@ pub async fn run(options: &Options) -> Report {
     let fcu_request = Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"engine_forkchoiceUpdatedV3","params":[{{"headBlockHash":"{z}","safeBlockHash":"{z}","finalizedBlockHash":"{z}"}},null]}}"#
     ));
-    let mut answers = vec![("fcu".to_string(), rpc(br#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":null}"#))];
+    let mut answers = vec![("newPayload".to_string(), rpc(br#"{"status":"VALID","latestValidHash":null,"validationError":null}"#)), ("fcu".to_string(), rpc(br#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":null}"#))];
     let mut cases: Vec<(String, String, usize, Bytes)> = vec![(
         "forkchoiceUpdatedV3".into(),
         "fcu".into(),
@@ -473,8 +531,14 @@ pub async fn run(options: &Options) -> Report {
     };
     drop(nginx);
     drop(proxy);
+    let bridge = if options.bridge {
+        measure_bridge(options, el, &dir, &client, &cases).await
+    } else {
+        Vec::new()
+    };
     let _ = std::fs::remove_dir_all(&dir);
     Report {
+        bridge,
         cases: results,
         throughput: throughput_proxied,
         throughput_direct,
@@ -537,6 +601,24 @@ impl Report {
             }
             out.push('\n');
         }
+        if !self.bridge.is_empty() {
+            out.push_str("\nThe bridge (a REST-SSZ call through `sszgate proxy --upstream-transport json` to the JSON-RPC fake EL, against the JSON-RPC call straight to it):\n\n");
+            out.push_str("| call | blobs | JSON bytes | SSZ bytes | direct JSON p50 ms | bridged p50 ms | bridged zstd p50 ms | added p50 ms | bridge CPU per call ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+            for b in &self.bridge {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} |\n",
+                    b.name,
+                    b.blobs,
+                    b.sizes.0,
+                    b.sizes.1,
+                    ms(b.direct.median()),
+                    ms(b.bridged.median()),
+                    ms(b.bridged_zstd.median()),
+                    b.bridged.median().as_secs_f64() * 1e3 - b.direct.median().as_secs_f64() * 1e3,
+                    b.cpu_ms_per_call
+                ));
+            }
+        }
         out.push_str(&format!(
             "\nSmall calls (forkchoiceUpdatedV3, 16 concurrent callers): {:.0} calls/s through sszgate, {:.0} calls/s direct. \
              Memory across {} small calls through sszgate: peak RSS {} KiB -> {} KiB, resident {} KiB -> {} KiB. Records written {}, dropped {}.\n",
@@ -553,3 +635,183 @@ impl Report {
         out
     }
 }
+
+async fn send_request(client: &HttpClient, request: Request<Full<Bytes>>) -> usize {
+    let response = client.request(request).await.expect("the call succeeds");
+    assert!(
+        response.status().is_success(),
+        "status {}",
+        response.status()
+    );
+    response
+        .into_body()
+        .collect()
+        .await
+        .expect("the body arrives")
+        .to_bytes()
+        .len()
+}
+
+/// The bridge: REST-SSZ calls to a second sszgate (`--upstream-transport json`) in front of the
+/// same fake EL, against the JSON-RPC call straight to the EL, interleaved.
+async fn measure_bridge(
+    options: &Options,
+    el: SocketAddr,
+    dir: &Path,
+    client: &HttpClient,
+    cases: &[(String, String, usize, Bytes)],
+) -> Vec<BridgeResult> {
+    use sszgate_engine::message::BlobsRequest;
+    let bridge_dir = dir.join("bridge");
+    std::fs::create_dir_all(&bridge_dir).expect("bridge dir");
+    let mut args = vec![
+        "--upstream-transport".to_string(),
+        "json".into(),
+        "--jwt-secret".into(),
+        BENCH_SECRET.into(),
+    ];
+    args.extend(options.proxy_args.iter().cloned());
+    let (proxy, addr, _) = start_proxy(&options.sszgate, el, &bridge_dir, &args);
+    wait_ready(addr).await;
+    let pid = proxy.child.id();
+    let secret = sszgate_gateway::JwtSecret::from_hex(BENCH_SECRET).expect("bench secret");
+    let fixtures = Fixtures::load(&options.data).expect("fixtures load");
+    let (block, _) = fixtures.reference_payload().expect("a reference payload");
+    let np = Message::NewPayload(block.new_payload().expect("payload"));
+    let np_json = Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"engine_newPayloadV4","params":{}}}"#,
+        String::from_utf8(np.to_json().expect("json")).expect("utf8")
+    ));
+    let np_ssz = Bytes::from(np.to_ssz(Fork::Prague).expect("ssz"));
+    // (name, blobs, direct JSON body and case, REST method, path, fork, REST body)
+    let mut bridge_cases: Vec<(
+        String,
+        usize,
+        Bytes,
+        String,
+        &str,
+        String,
+        Option<&str>,
+        Bytes,
+    )> = vec![(
+        "newPayloadV4".into(),
+        0,
+        np_json,
+        "newPayload".into(),
+        "POST",
+        "/engine/v1/payloads".into(),
+        Some("prague"),
+        np_ssz,
+    )];
+    for (name, case, n, request) in cases {
+        match name.as_str() {
+            "getPayloadV5" => {
+                let body = Bytes::from(format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV5","params":["0x{:016x}"]}}"#,
+                    n
+                ));
+                bridge_cases.push((
+                    name.clone(),
+                    *n,
+                    body,
+                    case.clone(),
+                    "GET",
+                    format!("/engine/v1/payloads/0x{:016x}", n),
+                    Some("osaka"),
+                    Bytes::new(),
+                ));
+            }
+            "getBlobsV2" => {
+                let request_ssz = Message::BlobsRequest(BlobsRequest {
+                    versioned_hashes: (0..*n)
+                        .map(|i| format!("0x01{:062x}", i).parse().expect("hash"))
+                        .collect(),
+                    indices: None,
+                })
+                .to_ssz(Fork::Osaka)
+                .expect("ssz");
+                bridge_cases.push((
+                    name.clone(),
+                    *n,
+                    request.clone(),
+                    case.clone(),
+                    "POST",
+                    "/engine/v1/blobs/v2".into(),
+                    None,
+                    Bytes::from(request_ssz),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let direct_url = format!("http://{el}/");
+    let mut results = Vec::new();
+    for (name, n, json_body, case, verb, path, fork, rest_body) in bridge_cases {
+        let rest_request = |zstd: bool| {
+            let mut r = Request::builder()
+                .method(verb)
+                .uri(format!("http://{addr}{path}"))
+                .header("authorization", format!("Bearer {}", secret.token()))
+                .header("content-type", "application/octet-stream");
+            if let Some(fork) = fork {
+                r = r.header("eth-execution-version", fork);
+            }
+            if zstd {
+                r = r.header("accept-encoding", "zstd");
+            }
+            r.body(Full::new(rest_body.clone())).expect("request")
+        };
+        let json_request = || {
+            Request::post(&direct_url)
+                .header("content-type", "application/json")
+                .header("x-bench-case", &case)
+                .body(Full::new(json_body.clone()))
+                .expect("request")
+        };
+        let json_size = send_request(client, json_request()).await;
+        let rest_size = send_request(client, rest_request(false)).await;
+        send_request(client, rest_request(true)).await;
+        let rounds = if n >= 24 {
+            options.rounds
+        } else {
+            options.rounds * 3
+        };
+        let (mut d, mut b, mut z) = (Vec::new(), Vec::new(), Vec::new());
+        let cpu_before = cpu_seconds(pid);
+        for round in 0..rounds {
+            for which in [[0, 1, 2], [1, 2, 0], [2, 0, 1]][round % 3] {
+                let start = Instant::now();
+                match which {
+                    0 => send_request(client, json_request()).await,
+                    1 => send_request(client, rest_request(false)).await,
+                    _ => send_request(client, rest_request(true)).await,
+                };
+                [&mut d, &mut b, &mut z][which].push(start.elapsed());
+            }
+        }
+        let cpu = (cpu_seconds(pid) - cpu_before) * 1e3 / (2 * rounds) as f64;
+        results.push(BridgeResult {
+            name,
+            blobs: n,
+            sizes: (json_size, rest_size),
+            direct: Summary {
+                name: "direct JSON-RPC".into(),
+                samples: d,
+            },
+            bridged: Summary {
+                name: "REST-SSZ via bridge".into(),
+                samples: b,
+            },
+            bridged_zstd: Summary {
+                name: "REST-SSZ via bridge, zstd".into(),
+                samples: z,
+            },
+            cpu_ms_per_call: cpu,
+        });
+    }
+    drop(proxy);
+    results
+}
+
+/// The JWT secret of the bridge benchmark (hex).
+const BENCH_SECRET: &str = "5353535353535353535353535353535353535353535353535353535353535353";
