@@ -188,6 +188,11 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         TransportArg::Relay => UpstreamTransport::Relay,
         TransportArg::Auto => upstream.probe_transport(secret.as_ref()).await,
     };
+    if upstream_transport == UpstreamTransport::Ssz && secret.is_none() {
+        bail!(
+            "--upstream-transport ssz bridges JSON-RPC calls to REST-SSZ, which needs --jwt-secret (the gateway signs its own upstream tokens)"
+        );
+    }
     if upstream_transport == UpstreamTransport::Json && secret.is_none() {
         tracing::warn!(
             "the EL speaks JSON-RPC only: REST-SSZ calls need the bridge, which needs --jwt-secret; they will be refused"

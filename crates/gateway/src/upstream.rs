@@ -180,7 +180,7 @@ impl Upstream {
         };
         match self.send(request).await {
             Ok(response) if response.status() == http::StatusCode::OK => {
-                crate::UpstreamTransport::Ssz
+                crate::UpstreamTransport::Relay
             }
             _ => crate::UpstreamTransport::Json,
         }

@@ -503,3 +503,38 @@ async fn compressed_answers_pass_encoded_and_are_recorded_decoded() {
         ]
     );
 }
+
+#[tokio::test]
+async fn auto_transport_relays_for_a_rest_ssz_el_and_bridges_for_a_json_only_one() {
+    use std::time::Duration;
+
+    use sszgate_gateway::{Upstream, UpstreamTransport};
+    let rest_el = FakeEl::start(|seen| {
+        assert_eq!(seen.target, "/engine/v1/capabilities");
+        Answer::ok("application/json", r#"{"supported_forks":["osaka"]}"#)
+    })
+    .await;
+    let json_el = FakeEl::start(|_| {
+        let mut a = Answer::ok("text/plain", "404 page not found");
+        a.status = http::StatusCode::NOT_FOUND;
+        a
+    })
+    .await;
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let probe = |url: String| async move {
+        Upstream::new(&url, Duration::from_secs(2), false)
+            .unwrap()
+            .probe_transport(None)
+            .await
+    };
+    assert_eq!(probe(rest_el.url()).await, UpstreamTransport::Relay);
+    assert_eq!(probe(json_el.url()).await, UpstreamTransport::Json);
+    assert_eq!(
+        probe(format!("http://{closed}")).await,
+        UpstreamTransport::Json
+    );
+}
