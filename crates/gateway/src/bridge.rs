@@ -189,7 +189,7 @@ pub(crate) async fn rest_to_json(
     let started = Instant::now();
     let call = match translate::request_from_rest(method.as_str(), target, fork_header, &body) {
         Ok(call) => call,
-        Err(e) => return problem(e.problem(), e.to_string()),
+        Err(e) => return problem(request_problem(&e), e.to_string()),
     };
     let rpc_body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"{}","params":{}}}"#,
@@ -283,6 +283,23 @@ pub(crate) async fn rest_to_json(
         upstream_request_bytes: Some(upstream_request_bytes),
         upstream_response_bytes: Some(answer.len() as u64),
         upstream_us: Some(upstream_us),
+    }
+}
+
+/// The problem of a request that does not translate: the spec's type for the error, except
+/// that more hashes than the advertised `limits.*` (`bodies.max_count`,
+/// `blobs.max_versioned_hashes`) is `413 request-too-large`.
+fn request_problem(e: &sszgate_engine::Error) -> Problem {
+    match e {
+        sszgate_engine::Error::Ssz(ssz)
+            if matches!(
+                ssz.problem,
+                sszgate_engine::ssz::SszProblem::OverLimit { .. }
+            ) && matches!(ssz.path.as_str(), "block_hashes" | "versioned_hashes") =>
+        {
+            Problem::RequestTooLarge
+        }
+        other => other.problem(),
     }
 }
 
