@@ -410,6 +410,18 @@ async fn bad_rest_calls_are_refused_before_the_el() {
         assert_eq!(code, 401, "{token:?}");
         assert!(String::from_utf8_lossy(&body).contains("JWT refused"));
     }
+    // More versioned hashes than blobs.max_versioned_hashes (128): 413.
+    let mut hashes = 4u32.to_le_bytes().to_vec();
+    hashes.extend_from_slice(&[0x01; 32 * 129]);
+    let (code, _, body) = send(
+        rest(&proxy, "POST", "/engine/v1/blobs/v3", None, hashes),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), problem(&body)),
+        (413, "/engine-api/errors/request-too-large".into())
+    );
     assert!(
         el.seen().is_empty(),
         "nothing half-translated reached the EL"
@@ -422,7 +434,7 @@ async fn bad_rest_calls_are_refused_before_the_el() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(n, 7, "every refusal is recorded");
+    assert_eq!(n, 8, "every refusal is recorded");
 }
 
 #[tokio::test]
