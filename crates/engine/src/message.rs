@@ -953,9 +953,6 @@ fn bodies_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<Bodies> {
 }
 
 fn bodies_to_ssz(b: &Bodies, fork: Fork) -> Result<Vec<u8>> {
-    let conv = |e: wire::ExecutionPayloadBodyConversionError| {
-        Error::invalid("payload body", e.to_string())
-    };
     // A body that does not fit the fork's schema (a pre-Shanghai body under a Shanghai header,
     // say) belongs to another era: the spec makes it `available=false`, not an error.
     let v1 = |b: &Bodies| -> Vec<Option<ExecutionPayloadBodyV1>> {
@@ -980,7 +977,6 @@ fn bodies_to_ssz(b: &Bodies, fork: Fork) -> Result<Vec<u8>> {
         },
         schema::MAX_BODIES_REQUEST,
     )?;
-    let _ = conv;
     Ok(match fork {
         Fork::Paris => wire::BodiesResponseParis::from_optional_bodies(v1(b), |b| {
             wire::ExecutionPayloadBodyParis::try_from(b).ok()
