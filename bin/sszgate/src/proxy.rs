@@ -203,7 +203,11 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         upstream,
         max_body: args.max_body,
         cl_label,
-        upstream_transport,
+        upstream_transport: if args.upstream_transport == TransportArg::Auto {
+            sszgate_gateway::TransportChoice::auto(upstream_transport)
+        } else {
+            sszgate_gateway::TransportChoice::fixed(upstream_transport)
+        },
         jwt: secret.clone(),
     });
 

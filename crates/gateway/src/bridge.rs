@@ -25,14 +25,76 @@ use crate::{ProxyConfig, upstream::UpstreamError};
 
 /// How the gateway talks to the upstream EL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum UpstreamTransport {
     /// The EL speaks JSON-RPC only: REST-SSZ calls from the CL are bridged to JSON-RPC.
-    Json,
+    Json = 0,
     /// Use REST-SSZ on the upstream link: JSON-RPC calls with a REST form are bridged to
     /// REST-SSZ; REST-SSZ calls and the rest are relayed.
     Ssz,
     /// The EL speaks both: everything is relayed as it comes (snoop only).
     Relay,
+}
+
+/// The upstream transport in use, and whether it was chosen by asking the EL (`auto`), in
+/// which case it is asked again after the EL has been unreachable (a new EL may have come up
+/// behind the same address), as the spec's transition window says: per connection lifetime.
+#[derive(Debug)]
+pub struct TransportChoice {
+    auto: bool,
+    current: std::sync::atomic::AtomicU8,
+    stale: std::sync::atomic::AtomicBool,
+}
+
+impl TransportChoice {
+    /// A transport set by the operator.
+    pub fn fixed(transport: UpstreamTransport) -> TransportChoice {
+        TransportChoice {
+            auto: false,
+            current: (transport as u8).into(),
+            stale: false.into(),
+        }
+    }
+
+    /// A transport found by asking the EL; asked again after it was unreachable.
+    pub fn auto(probed: UpstreamTransport) -> TransportChoice {
+        TransportChoice {
+            auto: true,
+            current: (probed as u8).into(),
+            stale: false.into(),
+        }
+    }
+
+    /// The transport now.
+    pub fn get(&self) -> UpstreamTransport {
+        match self.current.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => UpstreamTransport::Json,
+            1 => UpstreamTransport::Ssz,
+            _ => UpstreamTransport::Relay,
+        }
+    }
+
+    /// Notes that the EL could not be reached (only matters for `auto`).
+    pub(crate) fn mark_unreachable(&self) {
+        if self.auto {
+            self.stale.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Asks the EL again if it was unreachable since the last answer.
+    pub(crate) async fn refresh(&self, upstream: &crate::Upstream, jwt: Option<&crate::JwtSecret>) {
+        if self.stale.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            let probed = upstream.probe_transport(jwt).await;
+            if upstream.health().consecutive_errors > 0 {
+                // Still down: ask again next time.
+                self.stale.store(true, std::sync::atomic::Ordering::Relaxed);
+            } else {
+                tracing::info!(?probed, "upstream transport asked again after a reconnect");
+                self.current
+                    .store(probed as u8, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// What the bridge answers and what it measured.
@@ -240,6 +302,7 @@ pub(crate) async fn rest_to_json(
             }
         }
         Err(e @ (UpstreamError::Failed(..) | UpstreamError::Timeout(..))) => {
+            config.upstream_transport.mark_unreachable();
             return problem(Problem::Internal, e.to_string());
         }
     };
@@ -500,11 +563,10 @@ async fn call_rest(
     let request = request
         .body(Full::new(Bytes::from(rest.body)))
         .expect("a valid request");
-    let response = config
-        .upstream
-        .send(request)
-        .await
-        .map_err(|e| e.to_string())?;
+    let response = config.upstream.send(request).await.map_err(|e| {
+        config.upstream_transport.mark_unreachable();
+        e.to_string()
+    })?;
     let status = response.status().as_u16();
     let encoding = content_encoding(response.headers());
     let body = response

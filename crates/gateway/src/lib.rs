@@ -27,7 +27,7 @@ mod tap;
 mod upstream;
 mod ws;
 
-pub use bridge::UpstreamTransport;
+pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
 pub use jwt::JwtSecret;
 pub use proxy::{ProxyConfig, serve};

@@ -38,7 +38,7 @@ pub struct ProxyConfig {
     /// The CL name recorded when it sends no `X-Engine-Client-Version`.
     pub cl_label: Option<String>,
     /// What the upstream speaks: REST-SSZ calls to a JSON-RPC upstream are bridged.
-    pub upstream_transport: crate::UpstreamTransport,
+    pub upstream_transport: crate::TransportChoice,
     /// The JWT secret: signs the gateway's own upstream calls, verifies the CL's bridged calls.
     pub jwt: Option<crate::JwtSecret>,
 }
@@ -194,6 +194,11 @@ async fn handle(
     };
     capture.request = body.clone();
 
+    // An EL chosen by asking (auto) is asked again after it was unreachable.
+    config
+        .upstream_transport
+        .refresh(&config.upstream, config.jwt.as_ref())
+        .await;
     let class = match classify::classify(&parts.method, &capture.target, &parts.headers, &body) {
         Ok(class) => class,
         Err(mut refusal) => {
@@ -217,7 +222,7 @@ async fn handle(
     }
 
     if matches!(class, Class::JsonRpc { .. })
-        && config.upstream_transport == crate::UpstreamTransport::Ssz
+        && config.upstream_transport.get() == crate::UpstreamTransport::Ssz
         && let Some((bridged, id)) =
             crate::bridge::json_to_rest(&parts.headers, &body, &config).await
     {
@@ -236,7 +241,7 @@ async fn handle(
         ));
     }
     if let Class::Rest(route) = &class
-        && config.upstream_transport == crate::UpstreamTransport::Json
+        && config.upstream_transport.get() == crate::UpstreamTransport::Json
     {
         let bridged = crate::bridge::rest_to_json(
             &parts.method,
@@ -275,6 +280,7 @@ async fn handle(
     let response = match config.upstream.send(upstream_request).await {
         Ok(response) => response,
         Err(e) => {
+            config.upstream_transport.mark_unreachable();
             let problem = match e {
                 UpstreamError::Timeout(..) => Problem::Internal,
                 UpstreamError::Failed(..) => Problem::Internal,

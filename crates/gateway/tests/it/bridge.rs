@@ -785,3 +785,63 @@ async fn json_rpc_calls_cross_a_rest_ssz_link_in_every_fork() {
     );
     outer.finish().await;
 }
+
+/// `auto` asks again after the EL was unreachable: a JSON-only EL is replaced, behind the same
+/// address, by one that speaks REST-SSZ, and REST calls stop being bridged and are relayed.
+#[tokio::test]
+async fn auto_transport_is_asked_again_after_a_reconnect() {
+    let json_only = FakeEl::start(|seen| {
+        if seen.target.starts_with("/engine/v1/") {
+            let mut a = Answer::ok("text/plain", "404 page not found");
+            a.status = http::StatusCode::NOT_FOUND;
+            return a;
+        }
+        Answer::ok(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":["engine_getPayloadV5"]}"#,
+        )
+    })
+    .await;
+    let addr = json_only.addr;
+    let proxy = Proxy::start_auto(
+        &json_only.url(),
+        sszgate_gateway::UpstreamTransport::Json,
+        SECRET,
+    )
+    .await;
+    let capabilities = || rest(&proxy, "GET", "/engine/v1/capabilities", None, vec![]);
+    // JSON-only EL: /capabilities is bridged (answered from exchangeCapabilities).
+    let (code, _, body) = send(capabilities(), false).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()["supported_forks"],
+        serde_json::json!([])
+    );
+    // The EL goes away: the call fails, and the proxy will ask again.
+    json_only.stop();
+    let (code, _, _) = send(capabilities(), false).await;
+    assert_eq!(code, 500);
+    // A REST-SSZ EL comes up behind the same address: the REST call is now relayed as it is.
+    let rest_el = FakeEl::start_on(addr, |_| {
+        Answer::ok(
+            "application/json",
+            r#"{"supported_forks":["osaka"],"from":"the EL"}"#,
+        )
+    })
+    .await;
+    let (code, _, body) = send(capabilities(), false).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()["from"],
+        "the EL"
+    );
+    assert!(
+        rest_el
+            .seen()
+            .iter()
+            .any(|s| s.target == "/engine/v1/capabilities"
+                && s.headers.get("x-engine-client-version").is_some()),
+        "relayed with the CL's headers"
+    );
+    proxy.finish().await;
+}

@@ -53,22 +53,38 @@ type Handler = dyn Fn(&Seen) -> Answer + Send + Sync;
 pub(crate) struct FakeEl {
     pub(crate) addr: SocketAddr,
     pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl FakeEl {
     pub(crate) async fn start(handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> FakeEl {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on("127.0.0.1:0".parse().unwrap(), handler).await
+    }
+
+    /// Stops it: the listener and every open connection.
+    pub(crate) fn stop(self) {
+        self.task.abort();
+    }
+
+    /// A fake EL on a given address (to stand in for another EL behind the same port).
+    pub(crate) async fn start_on(
+        addr: SocketAddr,
+        handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static,
+    ) -> FakeEl {
+        let listener = TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let handler: Arc<Handler> = Arc::new(handler);
         let seen_in = seen.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
+            // Connections live in this set: aborting the accept task drops them all.
+            let mut connections = tokio::task::JoinSet::new();
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 let (seen, handler) = (seen_in.clone(), handler.clone());
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let service = service_fn(move |request: Request<Incoming>| {
                         let (seen, handler) = (seen.clone(), handler.clone());
                         async move {
@@ -99,7 +115,7 @@ impl FakeEl {
                 });
             }
         });
-        FakeEl { addr, seen }
+        FakeEl { addr, seen, task }
     }
 
     pub(crate) fn url(&self) -> String {

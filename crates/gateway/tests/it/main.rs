@@ -57,11 +57,45 @@ impl Proxy {
         .await
     }
 
+    /// A proxy whose transport was found by asking the EL (`auto`), as `probed`.
+    pub(crate) async fn start_auto(
+        upstream: &str,
+        probed: sszgate_gateway::UpstreamTransport,
+        secret: &str,
+    ) -> Proxy {
+        let jwt = sszgate_gateway::JwtSecret::from_hex(secret).unwrap();
+        Self::start_choice(
+            upstream,
+            Duration::from_secs(5),
+            64 << 20,
+            sszgate_gateway::TransportChoice::auto(probed),
+            Some(jwt),
+        )
+        .await
+    }
+
     pub(crate) async fn start_full(
         upstream: &str,
         timeout: Duration,
         max_body: usize,
         upstream_transport: sszgate_gateway::UpstreamTransport,
+        jwt: Option<sszgate_gateway::JwtSecret>,
+    ) -> Proxy {
+        Self::start_choice(
+            upstream,
+            timeout,
+            max_body,
+            sszgate_gateway::TransportChoice::fixed(upstream_transport),
+            jwt,
+        )
+        .await
+    }
+
+    pub(crate) async fn start_choice(
+        upstream: &str,
+        timeout: Duration,
+        max_body: usize,
+        upstream_transport: sszgate_gateway::TransportChoice,
         jwt: Option<sszgate_gateway::JwtSecret>,
     ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
