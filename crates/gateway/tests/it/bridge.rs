@@ -845,3 +845,41 @@ async fn auto_transport_is_asked_again_after_a_reconnect() {
     );
     proxy.finish().await;
 }
+
+#[tokio::test]
+async fn an_el_answer_that_does_not_fit_is_500_naming_the_field() {
+    let el = FakeEl::start(|_| Answer::ok("application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"status":"VALID","latestValidHash":"0x12","validationError":null}}"#)).await;
+    let proxy = Proxy::start_bridge(&el.url(), SECRET).await;
+    let envelope = Message::NewPayload(sszgate_fixtures::synthetic::new_payload(Fork::Cancun, 1))
+        .to_ssz(Fork::Cancun)
+        .unwrap();
+    let (code, headers, body) = send(
+        rest(
+            &proxy,
+            "POST",
+            "/engine/v1/payloads",
+            Some("cancun"),
+            envelope,
+        ),
+        false,
+    )
+    .await;
+    assert_eq!(
+        (code.as_u16(), headers["content-type"].to_str().unwrap()),
+        (500, "application/problem+json")
+    );
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(problem["type"], "/engine-api/errors/internal");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("engine_newPayloadV3") && detail.contains("latestValidHash"),
+        "{detail}"
+    );
+    let (db, _dir) = proxy.finish().await;
+    let (status, side): (i64, String) = db
+        .query_row("SELECT status, error_side FROM calls", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((status, side.as_str()), (500, "el"));
+}
