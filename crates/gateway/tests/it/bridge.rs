@@ -717,7 +717,14 @@ async fn json_rpc_calls_cross_a_rest_ssz_link_in_every_fork() {
         let built = Message::BuiltPayload(synthetic::built_payload(fork, get.version));
         let bodies = Message::Bodies(synthetic::bodies(fork, by_hash.version));
         let status = r#"{"status":"SYNCING","latestValidHash":null,"validationError":null}"#;
-        let cases: Vec<(Family, String, String)> = vec![
+        let fcu_params = format!(
+            r#"[{{"headBlockHash":"0x{h}","safeBlockHash":"0x{h}","finalizedBlockHash":"0x{h}"}},{}]"#,
+            serde_json::to_string(&synthetic::attributes(fork)).unwrap(),
+            h = "33".repeat(32)
+        );
+        let fcu_result = r#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":"0x0a0b0c0d0e0f1011"}"#;
+        let mut cases: Vec<(Family, String, String)> = vec![
+            (Family::ForkchoiceUpdated, fcu_params, fcu_result.into()),
             (
                 Family::NewPayload,
                 String::from_utf8(np.to_json().unwrap()).unwrap(),
@@ -734,6 +741,40 @@ async fn json_rpc_calls_cross_a_rest_ssz_link_in_every_fork() {
                 String::from_utf8(bodies.to_json().unwrap()).unwrap(),
             ),
         ];
+        // Blobs of the fork's revision: a miss (V1: null per blob; V2..V4: null, a 204 on the
+        // REST link) and, for V1..V3, a hit.
+        if let Some(m) = for_fork(Family::GetBlobs, fork) {
+            let hash = format!(r#""0x01{}""#, "44".repeat(31));
+            let params = if m.version >= 4 {
+                format!(r#"[[{hash}],"0x{}"]"#, "ff".repeat(16))
+            } else {
+                format!("[[{hash}]]")
+            };
+            let miss = if m.version == 1 {
+                "[null]".to_string()
+            } else {
+                "null".to_string()
+            };
+            cases.push((Family::GetBlobs, params.clone(), miss));
+            if m.version <= 3 {
+                let fixtures = Fixtures::load(&testdata_dir()).unwrap();
+                let blobs = fixtures.blobs().unwrap();
+                let hit = if m.version == 1 {
+                    Message::Blobs(sszgate_engine::message::Blobs::V1(
+                        sszgate_fixtures::blobs_v1_response(&blobs, 1),
+                    ))
+                } else {
+                    Message::Blobs(sszgate_engine::message::Blobs::V2(Some(blobs_v2_response(
+                        &blobs, 1,
+                    ))))
+                };
+                cases.push((
+                    Family::GetBlobs,
+                    params,
+                    String::from_utf8(hit.to_json().unwrap()).unwrap(),
+                ));
+            }
+        }
         for (family, params, result) in cases {
             let m = for_fork(family, fork).unwrap();
             *next.lock().unwrap() = result.clone();
