@@ -105,6 +105,65 @@ pub fn object_fields<'a, const N: usize>(
     }
 }
 
+/// The value of the first of `keys` met in the top level of the object `b`: which key, and
+/// the bytes from the start of its value to the end of `b` (the value is not skipped, so a
+/// 20 MB value costs nothing to reach). Keys before it are skipped; `None` when none is met.
+pub fn value_start<'a, const N: usize>(b: &'a [u8], keys: [&str; N]) -> Option<(usize, &'a [u8])> {
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(b, i)?;
+        let key = &b[i + 1..key_end - 1];
+        i = ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        if let Some(slot) = keys.iter().position(|k| k.as_bytes() == key) {
+            return Some((slot, &b[i..]));
+        }
+        i = ws(b, skip_value(b, i)?);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// The number of strings of exactly `width` bytes (quotes excluded) in the array that `b`
+/// starts with, stepping from string to string without reading them; `None` when an element
+/// is not such a string (the caller then counts the slow way). For blob hex (`0x` + 262,144
+/// digits) this is what makes counting 72 blobs in a 20 MB answer cost microseconds.
+pub fn count_fixed_strings(b: &[u8], width: usize) -> Option<usize> {
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    let mut count = 0;
+    if b.get(i) == Some(&b']') {
+        return Some(0);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') || b.get(i + 1 + width) != Some(&b'"') {
+            return None;
+        }
+        count += 1;
+        i = ws(b, i + 2 + width);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b']' => return Some(count),
+            _ => return None,
+        }
+    }
+}
+
 /// The raw elements of the top-level array `b`, or `None` when `b` is not an array.
 pub fn array_elements(b: &[u8]) -> Option<Vec<&[u8]>> {
     let mut out = Vec::new();
@@ -192,6 +251,19 @@ mod tests {
         assert_eq!(e.id, Some(&b"7"[..]));
         assert_eq!(e.params.unwrap(), br#"[{"a":"x\"}y","b":[1,{"c":"]"}]}]"#);
         assert_eq!(e.result, None);
+    }
+
+    #[test]
+    fn value_start_stops_at_the_key_and_fixed_strings_count() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,2],"blobs":["0xab","0xcd","0xef"]},"tail":1}"#;
+        let (which, rest) = value_start(body, ["error", "result"]).unwrap();
+        assert_eq!(which, 1);
+        assert!(rest.starts_with(br#"{"a":[1,2]"#));
+        let (_, blobs) = value_start(rest, ["blobs"]).unwrap();
+        assert_eq!(count_fixed_strings(blobs, 4), Some(3));
+        assert_eq!(count_fixed_strings(blobs, 5), None);
+        assert_eq!(count_fixed_strings(b"[ ]", 4), Some(0));
+        assert!(value_start(body, ["nope"]).is_none());
     }
 
     #[test]

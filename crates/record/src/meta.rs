@@ -57,7 +57,14 @@ fn json_status(facts: &mut Facts, status: &[u8]) {
 pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
     let mut facts = Facts::default();
     let req = scan::envelope(request).unwrap_or_default();
-    let resp = scan::envelope(response).unwrap_or_default();
+    // The answer is read only up to its result or error: a 20 MB result is not walked past.
+    let mut resp = scan::Envelope::default();
+    match scan::value_start(response, ["result", "error", "id"]) {
+        Some((0, result)) => resp.result = Some(result),
+        Some((1, error)) => resp.error = Some(error),
+        Some(_) => resp = scan::envelope(response).unwrap_or_default(),
+        None => {}
+    }
     facts.rpc_id = req
         .id
         .or(resp.id)
@@ -73,7 +80,7 @@ pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
         return facts;
     };
     let params = req.params.and_then(array_elements).unwrap_or_default();
-    let result = resp.result.filter(|r| *r != b"null");
+    let result = resp.result.filter(|r| !r.starts_with(b"null"));
     match m.family {
         Family::NewPayload => {
             if let Some(payload) = params.first() {
@@ -103,16 +110,22 @@ pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
         Family::GetPayload => {
             facts.payload_id = string(params.first().copied());
             if let Some(r) = result {
-                // One pass over the answer for both fields (it is mostly blob hex).
-                let [payload, bundle] = match m.version {
-                    1 => [Some(r), None],
-                    _ => object_fields(r, ["executionPayload", "blobsBundle"]).unwrap_or_default(),
+                // Only the payload (near the start) and the start of the blobs are read: blobs
+                // are counted at their fixed width, not scanned.
+                let payload = match m.version {
+                    1 => Some(r),
+                    _ => scan::value_start(r, ["executionPayload"]).map(|(_, p)| p),
                 };
                 if let Some(p) = payload {
                     json_payload(&mut facts, p);
                 }
-                if let Some(bundle) = bundle {
-                    facts.blob_count = object_fields(bundle, ["blobs"]).and_then(|[b]| count(b));
+                if let Some((_, bundle)) = scan::value_start(r, ["blobsBundle"])
+                    && let Some((_, blobs)) = scan::value_start(bundle, ["blobs"])
+                {
+                    facts.blob_count =
+                        scan::count_fixed_strings(blobs, 2 + 2 * ssz::BYTES_PER_BLOB)
+                            .map(|n| n as u64)
+                            .or_else(|| count(Some(blobs)));
                 }
             }
         }

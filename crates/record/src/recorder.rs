@@ -86,6 +86,7 @@ impl Recorder {
             receiver,
             sinks,
             body_bytes,
+            scratch: Vec::new(),
             source,
             labels,
             counters: counters.clone(),
@@ -169,6 +170,8 @@ struct Worker {
     sinks: Vec<Sink>,
     /// Bytes of each body to keep with a record (the largest any sink wants).
     body_bytes: usize,
+    /// The buffer answers are joined into, kept across records.
+    scratch: Vec<u8>,
     source: &'static str,
     labels: String,
     counters: Arc<Counters>,
@@ -222,11 +225,26 @@ impl Worker {
 
     /// The records of one capture: one per call, one per element of a JSON-RPC batch.
     fn records(&mut self, mut c: Capture, out: &mut Vec<Record>) {
-        let raw_response = join(std::mem::take(&mut c.response));
+        // Frames are joined into a buffer kept across records: a fresh 20 MB buffer per call
+        // would be page-faulted in every time (measured: page zeroing was 7% of the proxy's
+        // CPU on 72-blob answers). A single frame needs no copy.
+        let frames = std::mem::take(&mut c.response);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let raw_response: &[u8] = match frames.as_slice() {
+            [] => &[],
+            [one] => one,
+            many => {
+                scratch.clear();
+                for frame in many {
+                    scratch.extend_from_slice(frame);
+                }
+                &scratch
+            }
+        };
         // Facts are read from the bodies as the endpoints meant them: without their
         // content encoding (the relay passed the encoded bytes on untouched).
         let (request_body, request_decoded) = decoded(&c.request, c.encodings.0.as_deref());
-        let (response, response_decoded) = decoded(&raw_response, c.encodings.1.as_deref());
+        let (response, response_decoded) = decoded(raw_response, c.encodings.1.as_deref());
         let transport = c.transport.unwrap_or(Transport::Other);
         let request: &[u8] = &request_body;
         let per_call: Vec<Call<'_>> = match transport {
@@ -348,58 +366,50 @@ impl Worker {
             self.metrics.observe(&record);
             out.push(record);
         }
-    }
-}
-
-/// The frames of a body as one buffer (no copy for a single frame).
-fn join(mut frames: Vec<bytes::Bytes>) -> bytes::Bytes {
-    match frames.len() {
-        0 => bytes::Bytes::new(),
-        1 => frames.pop().expect("one frame"),
-        _ => {
-            let mut all = bytes::BytesMut::with_capacity(frames.iter().map(|f| f.len()).sum());
-            for frame in frames {
-                all.extend_from_slice(&frame);
-            }
-            all.freeze()
+        // Keep the buffer for the next answer, unless it grew past any answer worth keeping.
+        if scratch.capacity() <= 64 << 20 {
+            self.scratch = scratch;
         }
     }
 }
 
 /// A body without its content encoding (gzip, deflate, zstd, framed snappy), with its decoded size; the body
 /// as it is when it has none, or one that cannot be decoded (the facts then stay empty).
-fn decoded(body: &bytes::Bytes, encoding: Option<&str>) -> (bytes::Bytes, Option<u64>) {
+fn decoded<'a>(
+    body: &'a [u8],
+    encoding: Option<&str>,
+) -> (std::borrow::Cow<'a, [u8]>, Option<u64>) {
     use std::io::Read;
     let Some(encoding) = encoding
         .map(str::trim)
         .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
     else {
-        return (body.clone(), None);
+        return (std::borrow::Cow::Borrowed(body), None);
     };
     let mut out = Vec::new();
     let result = match encoding.to_ascii_lowercase().as_str() {
-        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
+        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(body)
             .read_to_end(&mut out)
             .map(|_| ()),
-        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+        "deflate" => flate2::read::ZlibDecoder::new(body)
             .read_to_end(&mut out)
             .map(|_| ()),
-        "zstd" => zstd::stream::read::Decoder::new(&body[..])
+        "zstd" => zstd::stream::read::Decoder::new(body)
             .and_then(|mut d| d.read_to_end(&mut out))
             .map(|_| ()),
-        "snappy" => snap::read::FrameDecoder::new(&body[..])
+        "snappy" => snap::read::FrameDecoder::new(body)
             .read_to_end(&mut out)
             .map(|_| ()),
-        _ => return (body.clone(), None),
+        _ => return (std::borrow::Cow::Borrowed(body), None),
     };
     match result {
         Ok(()) => {
             let size = out.len() as u64;
-            (bytes::Bytes::from(out), Some(size))
+            (std::borrow::Cow::Owned(out), Some(size))
         }
         Err(e) => {
             tracing::debug!(%encoding, error = %e, "a body does not decode; facts left empty");
-            (body.clone(), None)
+            (std::borrow::Cow::Borrowed(body), None)
         }
     }
 }

@@ -78,6 +78,10 @@ async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> (u1
     }
 }
 
+/// One geth at a time: the tests run in parallel on a 2-core machine, and three nodes starting
+/// together (with their ports picked free just before) made startup flaky.
+static ONE_GETH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A running geth on a fresh chain: the Engine API port, the genesis hash and time, the JWT.
 struct Node {
     _geth: Geth,
@@ -86,6 +90,8 @@ struct Node {
     head: String,
     timestamp: u64,
     secret_hex: String,
+    /// Held until the node is gone (fields drop in order: geth first).
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 /// Starts geth, or says why it cannot (None: skip locally, fail under CI).
@@ -101,6 +107,7 @@ async fn start_geth() -> Option<Node> {
         );
         return None;
     };
+    let turn = ONE_GETH.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // A post-merge genesis with every fork at time 0, less the ones geth 1.17.8 cannot run.
@@ -201,6 +208,7 @@ async fn start_geth() -> Option<Node> {
     .unwrap();
 
     Some(Node {
+        _turn: turn,
         _geth: geth_process,
         _dir: dir,
         auth_port,
