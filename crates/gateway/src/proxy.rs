@@ -221,37 +221,31 @@ async fn handle(
         Class::Rest(route) => capture.route = Some(route.clone()),
     }
 
-    if matches!(class, Class::JsonRpc { .. })
-        && config.upstream_transport.get() == crate::UpstreamTransport::Ssz
-        && let Some((bridged, id)) =
-            crate::bridge::json_to_rest(&parts.headers, &body, &config).await
-    {
-        let bridged = crate::bridge::as_json_rpc(bridged, id.as_deref());
-        let response = crate::bridge::into_response(
-            bridged,
-            &mut capture,
-            crate::bridge::negotiate(&parts.headers),
-        );
-        capture.total_us = arrived.elapsed().as_micros() as u64;
-        recorder.record(capture);
-        let (parts, body) = response.into_parts();
-        return Ok(Response::from_parts(
-            parts,
-            body.map_err(|never| match never {}).boxed_unsync(),
-        ));
-    }
-    if let Class::Rest(route) = &class
-        && config.upstream_transport.get() == crate::UpstreamTransport::Json
-    {
-        let bridged = crate::bridge::rest_to_json(
-            &parts.method,
-            &capture.target,
-            &parts.headers,
-            route,
-            body,
-            &config,
-        )
-        .await;
+    // The bridge, when the two sides speak different transports: the call is answered here.
+    let bridged = match &class {
+        Class::JsonRpc { .. }
+            if config.upstream_transport.get() == crate::UpstreamTransport::Ssz =>
+        {
+            crate::bridge::json_to_rest(&parts.headers, &body, &config)
+                .await
+                .map(|(bridged, id)| crate::bridge::as_json_rpc(bridged, id.as_deref()))
+        }
+        Class::Rest(route) if config.upstream_transport.get() == crate::UpstreamTransport::Json => {
+            Some(
+                crate::bridge::rest_to_json(
+                    &parts.method,
+                    &capture.target,
+                    &parts.headers,
+                    route,
+                    body.clone(),
+                    &config,
+                )
+                .await,
+            )
+        }
+        _ => None,
+    };
+    if let Some(bridged) = bridged {
         let response = crate::bridge::into_response(
             bridged,
             &mut capture,
