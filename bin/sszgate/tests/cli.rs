@@ -162,3 +162,139 @@ fn bad_input_fails_with_a_precise_message() {
             .contains("reading /nonexistent/x.ssz")
     );
 }
+
+/// A one-answer HTTP/1.1 server on loopback (the EL of the proxy test): answers every request
+/// with `body`, then closes the connection.
+fn tiny_el(body: &'static str) -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut request = vec![0; length];
+            let _ = reader.read_exact(&mut request);
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    addr
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn post(addr: &str, body: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// The proxy as a user runs it: flags, a real EL socket, SIGTERM, and every record written.
+#[test]
+fn proxy_relays_records_and_drains_on_sigterm() {
+    let el = tiny_el(
+        r#"{"jsonrpc":"2.0","id":1,"result":{"status":"VALID","latestValidHash":null,"validationError":null}}"#,
+    );
+    let dir = std::env::temp_dir().join(format!("sszgate-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (listen, metrics) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
+        .args([
+            "proxy",
+            "--upstream",
+            &format!("http://{el}"),
+            "--listen",
+            &listen,
+            "--metrics",
+            &metrics,
+            "--upstream-transport",
+            "relay",
+        ])
+        .arg("--store")
+        .arg(format!("sqlite:{}", dir.join("calls.db").display()))
+        .arg("--store")
+        .arg(format!("jsonl:{}", dir.join("calls.jsonl").display()))
+        .args(["--label", "node=cli-test"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the proxy did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for id in 1..=3 {
+        let answer = post(
+            &listen,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"engine_newPayloadV1","params":[{{}}]}}"#
+            ),
+        );
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with(r#""validationError":null}}"#), "{answer}");
+    }
+    // SIGTERM: the proxy drains and writes what it recorded before it exits.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let jsonl = std::fs::read_to_string(dir.join("calls.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{jsonl}");
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["method"], "engine_newPayloadV1");
+        assert_eq!(line["payload_status"], "VALID");
+        assert_eq!(line["rpc_id"], (i + 1).to_string());
+        assert_eq!(line["labels"], r#"{"node":"cli-test"}"#);
+    }
+    let db = rusqlite::Connection::open(dir.join("calls.db")).unwrap();
+    let count: i64 = db
+        .query_row(
+            "SELECT count(*) FROM calls WHERE payload_status = 'VALID'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(count, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
