@@ -543,6 +543,25 @@ fn splice_blobs(doc: &[u8]) -> Option<(Vec<Blob>, Vec<u8>)> {
     Some((blobs, rest))
 }
 
+/// The fields of a V5/V6 answer with its blobs put back (they carry execution requests;
+/// `None` when the answer has none).
+type CellProofsParts<P> = (P, U256, BlobsBundleV2, bool, alloy_eips::eip7685::Requests);
+
+fn with_cell_proofs<P>(e: EnvelopeWithoutBlobs<P>, blobs: Vec<Blob>) -> Option<CellProofsParts<P>> {
+    let bundle = BlobsBundleV2 {
+        commitments: e.blobs_bundle.commitments,
+        proofs: e.blobs_bundle.proofs,
+        blobs,
+    };
+    Some((
+        e.execution_payload,
+        e.block_value,
+        bundle,
+        e.should_override_builder,
+        e.execution_requests?,
+    ))
+}
+
 /// Decodes a getPayloadV3..V6 result through [`splice_blobs`]; `None` means "use serde".
 pub(crate) fn built_payload_from_json(
     what: &str,
@@ -595,46 +614,46 @@ pub(crate) fn built_payload_from_json(
                 None => Some(BuiltPayload::V3(v3)),
             }
         }
-        5 => {
-            let Some(e) = parse::<ExecutionPayloadV3>(&rest) else {
-                return Ok(None);
-            };
-            let (true, Some(execution_requests)) = (check(&e.blobs_bundle), e.execution_requests)
-            else {
-                return Ok(None);
-            };
-            Some(BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
-                execution_payload: e.execution_payload,
-                block_value: e.block_value,
-                blobs_bundle: BlobsBundleV2 {
-                    commitments: e.blobs_bundle.commitments,
-                    proofs: e.blobs_bundle.proofs,
-                    blobs,
+        5 => parse::<ExecutionPayloadV3>(&rest)
+            .filter(|e| check(&e.blobs_bundle))
+            .and_then(|e| with_cell_proofs(e, blobs))
+            .map(
+                |(
+                    execution_payload,
+                    block_value,
+                    blobs_bundle,
+                    should_override_builder,
+                    execution_requests,
+                )| {
+                    BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
+                        execution_payload,
+                        block_value,
+                        blobs_bundle,
+                        should_override_builder,
+                        execution_requests,
+                    })
                 },
-                should_override_builder: e.should_override_builder,
-                execution_requests,
-            }))
-        }
-        _ => {
-            let Some(e) = parse::<ExecutionPayloadV4>(&rest) else {
-                return Ok(None);
-            };
-            let (true, Some(execution_requests)) = (check(&e.blobs_bundle), e.execution_requests)
-            else {
-                return Ok(None);
-            };
-            Some(BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
-                execution_payload: e.execution_payload,
-                block_value: e.block_value,
-                blobs_bundle: BlobsBundleV2 {
-                    commitments: e.blobs_bundle.commitments,
-                    proofs: e.blobs_bundle.proofs,
-                    blobs,
+            ),
+        _ => parse::<ExecutionPayloadV4>(&rest)
+            .filter(|e| check(&e.blobs_bundle))
+            .and_then(|e| with_cell_proofs(e, blobs))
+            .map(
+                |(
+                    execution_payload,
+                    block_value,
+                    blobs_bundle,
+                    should_override_builder,
+                    execution_requests,
+                )| {
+                    BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
+                        execution_payload,
+                        block_value,
+                        blobs_bundle,
+                        should_override_builder,
+                        execution_requests,
+                    })
                 },
-                should_override_builder: e.should_override_builder,
-                execution_requests,
-            }))
-        }
+            ),
     })
 }
 

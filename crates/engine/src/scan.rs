@@ -66,6 +66,51 @@ fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// The members of a JSON object, walked one at a time: each key and where its value starts.
+/// The caller decides whether a value is skipped (to reach the next member) or not.
+struct Members<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Members<'a> {
+    /// A walk over the object `b`, or `None` when `b` does not start with one.
+    fn of(b: &'a [u8]) -> Option<Members<'a>> {
+        let i = ws(b, 0);
+        (b.get(i) == Some(&b'{')).then(|| Members { b, i: ws(b, i + 1) })
+    }
+
+    /// The next member's key and the offset of its value; `Ok(None)` at the end of the object,
+    /// `Err(())` when the object is malformed.
+    fn next_key(&mut self) -> Result<Option<(&'a [u8], usize)>, ()> {
+        let b = self.b;
+        match b.get(self.i) {
+            Some(b'}') => return Ok(None),
+            Some(b'"') => {}
+            _ => return Err(()),
+        }
+        let key_end = skip_string(b, self.i).ok_or(())?;
+        let key = &b[self.i + 1..key_end - 1];
+        let colon = ws(b, key_end);
+        if b.get(colon) != Some(&b':') {
+            return Err(());
+        }
+        Ok(Some((key, ws(b, colon + 1))))
+    }
+
+    /// Skips the value starting at `start` and the separator after it; the value's end.
+    fn skip(&mut self, start: usize) -> Result<usize, ()> {
+        let end = skip_value(self.b, start).ok_or(())?;
+        self.i = ws(self.b, end);
+        match self.b.get(self.i) {
+            Some(b',') => self.i = ws(self.b, self.i + 1),
+            Some(b'}') => {}
+            _ => return Err(()),
+        }
+        Ok(end)
+    }
+}
+
 /// The raw values of `keys` in the top level of the object `b` (`None` per key not present),
 /// or `None` when `b` is not an object.
 pub fn object_fields<'a, const N: usize>(
@@ -73,67 +118,28 @@ pub fn object_fields<'a, const N: usize>(
     keys: [&str; N],
 ) -> Option<[Option<&'a [u8]>; N]> {
     let mut out = [None; N];
-    let mut i = ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = ws(b, i + 1);
-    if b.get(i) == Some(&b'}') {
-        return Some(out);
-    }
-    loop {
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = skip_string(b, i)?;
-        let key = &b[i + 1..key_end - 1];
-        i = ws(b, key_end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(b, i + 1);
-        let end = skip_value(b, i)?;
+    let mut members = Members::of(b)?;
+    while let Some((key, start)) = members.next_key().ok()? {
+        let end = members.skip(start).ok()?;
         if let Some(slot) = keys.iter().position(|k| k.as_bytes() == key) {
-            out[slot] = Some(&b[i..end]);
-        }
-        i = ws(b, end);
-        match b.get(i)? {
-            b',' => i = ws(b, i + 1),
-            b'}' => return Some(out),
-            _ => return None,
+            out[slot] = Some(&b[start..end]);
         }
     }
+    Some(out)
 }
 
 /// The value of the first of `keys` met in the top level of the object `b`: which key, and
 /// the bytes from the start of its value to the end of `b` (the value is not skipped, so a
 /// 20 MB value costs nothing to reach). Keys before it are skipped; `None` when none is met.
 pub fn value_start<'a, const N: usize>(b: &'a [u8], keys: [&str; N]) -> Option<(usize, &'a [u8])> {
-    let mut i = ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = ws(b, i + 1);
-    loop {
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = skip_string(b, i)?;
-        let key = &b[i + 1..key_end - 1];
-        i = ws(b, key_end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(b, i + 1);
+    let mut members = Members::of(b)?;
+    while let Some((key, start)) = members.next_key().ok()? {
         if let Some(slot) = keys.iter().position(|k| k.as_bytes() == key) {
-            return Some((slot, &b[i..]));
+            return Some((slot, &b[start..]));
         }
-        i = ws(b, skip_value(b, i)?);
-        match b.get(i)? {
-            b',' => i = ws(b, i + 1),
-            _ => return None,
-        }
+        members.skip(start).ok()?;
     }
+    None
 }
 
 /// The number of strings of exactly `width` bytes (quotes excluded) in the array that `b`
