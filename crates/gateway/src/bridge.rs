@@ -410,6 +410,10 @@ pub(crate) async fn json_to_rest(
     // the answer is of another fork (a getPayloadV2 build from the Paris era). Bodies are
     // fork-scoped by era on REST but not on JSON-RPC V1: entries a fork does not have are asked
     // again of the older forks, and merged.
+    // getBlobsV1 answers a 204 with a null per requested hash.
+    let requested = scan::array_elements(params)
+        .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
+        .map_or(0, |h| h.len());
     let bodies = matches!(
         m.family,
         method::Family::BodiesByHash | method::Family::BodiesByRange
@@ -442,29 +446,26 @@ pub(crate) async fn json_to_rest(
         let wrong_fork = status == 400
             && translate::error_from_problem(status, &answer).code
                 == Problem::UnsupportedFork.rpc_code();
-        if bodies && status == 200 {
-            let requested = scan::array_elements(params)
-                .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
-                .map_or(0, |h| h.len());
-            if let Ok(Ok(result)) = translate::result_from_rest(m, fork, status, &answer, requested)
-                && let Ok(serde_json::Value::Array(entries)) =
-                    serde_json::from_slice::<serde_json::Value>(&result)
-            {
-                let all = merged.get_or_insert_with(Vec::new);
-                if all.len() < entries.len() {
-                    all.resize(entries.len(), serde_json::Value::Null);
-                }
-                for (slot, entry) in all.iter_mut().zip(entries) {
-                    if slot.is_null() {
-                        *slot = entry;
-                    }
-                }
-                outcome = Some((fork, status, answer));
-                if all.iter().all(|e| !e.is_null()) {
-                    break;
-                }
-                continue;
+        if bodies
+            && status == 200
+            && let Ok(Ok(result)) = translate::result_from_rest(m, fork, status, &answer, requested)
+            && let Ok(serde_json::Value::Array(entries)) =
+                serde_json::from_slice::<serde_json::Value>(&result)
+        {
+            let all = merged.get_or_insert_with(Vec::new);
+            if all.len() < entries.len() {
+                all.resize(entries.len(), serde_json::Value::Null);
             }
+            for (slot, entry) in all.iter_mut().zip(entries) {
+                if slot.is_null() {
+                    *slot = entry;
+                }
+            }
+            outcome = Some((fork, status, answer));
+            if all.iter().all(|e| !e.is_null()) {
+                break;
+            }
+            continue;
         }
         if merged.is_some() {
             break;
@@ -478,42 +479,23 @@ pub(crate) async fn json_to_rest(
         let e = last.expect("every method serves a fork");
         return Some((problem(e.problem(), e.to_string()), id));
     };
-    if let Some(entries) = merged {
-        let json = rpc_result(
+    let started = Instant::now();
+    let json = match merged {
+        Some(entries) => rpc_result(
             id.as_deref(),
             Ok(&serde_json::to_vec(&entries).expect("JSON values serialize")),
-        );
-        return Some((
-            Bridged {
-                response: RestResponse {
-                    status: 200,
-                    content_type: Some(method::JSON_CONTENT_TYPE),
-                    no_store: false,
-                    body: json,
-                },
-                translate_request_us: Some(translate_request_us),
-                translate_response_us: None,
-                upstream_request_bytes: Some(upstream_request_bytes),
-                upstream_response_bytes: Some(upstream_response_bytes),
-                upstream_us: Some(upstream_us),
-            },
-            id,
-        ));
-    }
-    let started = Instant::now();
-    let requested = scan::array_elements(params)
-        .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
-        .map_or(0, |h| h.len());
-    let json = match translate::result_from_rest(m, fork, status, &answer, requested) {
-        Ok(Ok(result)) => rpc_result(id.as_deref(), Ok(&result)),
-        Ok(Err(error)) => rpc_result(id.as_deref(), Err(&error)),
-        Err(e) => rpc_result(
-            id.as_deref(),
-            Err(&RpcError {
-                code: -32603,
-                message: format!("the EL's {} answer does not translate: {e}", m.resource),
-            }),
         ),
+        None => match translate::result_from_rest(m, fork, status, &answer, requested) {
+            Ok(Ok(result)) => rpc_result(id.as_deref(), Ok(&result)),
+            Ok(Err(error)) => rpc_result(id.as_deref(), Err(&error)),
+            Err(e) => rpc_result(
+                id.as_deref(),
+                Err(&RpcError {
+                    code: -32603,
+                    message: format!("the EL's {} answer does not translate: {e}", m.resource),
+                }),
+            ),
+        },
     };
     Some((
         Bridged {

@@ -58,7 +58,7 @@ fn jsonl_records_carry_facts_and_cut_bodies() {
 }
 
 #[test]
-fn no_body_bytes_means_no_bodies_and_a_full_queue_drops_and_counts() {
+fn no_body_bytes_means_no_bodies_and_records_plus_drops_add_up_under_a_tiny_queue() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("calls.jsonl");
     let sink = Sink::open(&SinkSpec::Jsonl(path.display().to_string()))
