@@ -6,6 +6,8 @@
 
 mod bench;
 mod convert;
+mod devnet;
+mod drive;
 mod proxy;
 
 // Large Engine API messages (10-20 MB) are built and dropped on every call; mimalloc reuses
@@ -31,7 +33,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(
-    after_help = "Planned, not yet available: drive, devnet, report, verify, bench codec/compress; and in proxy: the REST-SSZ <-> JSON-RPC bridge."
+    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: report, verify, bench codec/compress."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -44,6 +46,12 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Relay and record every Engine API call between a CL and an EL.
     Proxy(proxy::ProxyArgs),
+    /// Drive an EL's Engine API as a consensus client would (JSON-RPC or REST-SSZ).
+    Drive(drive::DriveArgs),
+    /// A local devnet: a real EL on a fresh chain with the proxy in front.
+    Devnet(devnet::DevnetArgs),
+    /// The first run: a geth devnet, 20 blocks with blobs driven over REST-SSZ via the bridge.
+    Demo(devnet::DemoArgs),
     /// Benchmarks that need a running proxy (`bench proxy`).
     Bench(bench::BenchArgs),
     /// Print the JSON-RPC ⇄ REST-SSZ method table.
@@ -62,6 +70,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
         Command::Proxy(args) => proxy::run(args),
+        Command::Drive(args) => drive::run(args),
+        Command::Devnet(args) => devnet::run(args),
+        Command::Demo(args) => devnet::demo(args),
         Command::Bench(args) => bench::run(args),
         Command::Methods => convert::print_methods(),
     };

@@ -119,14 +119,14 @@ enum TransportArg {
     Auto,
 }
 
-fn parse_label(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("{s:?} is not KEY=VALUE")),
     }
 }
 
-fn jwt(value: &str) -> Result<JwtSecret> {
+pub(crate) fn jwt(value: &str) -> Result<JwtSecret> {
     let text = if Path::new(value).exists() {
         std::fs::read_to_string(value)
             .with_context(|| format!("reading the JWT secret file {value}"))?

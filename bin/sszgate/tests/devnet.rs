@@ -1,0 +1,237 @@
+//! End to end with a real execution client: `sszgate`'s driver builds an Osaka chain with
+//! transfers and real-blob transactions on go-ethereum v1.17.8, three ways (directly, through
+//! the `sszgate proxy` binary relaying JSON-RPC, and through it bridging the driver's REST-SSZ
+//! to geth's JSON-RPC); then a run where geth is stopped and restarted under the proxy.
+//!
+//! Needs geth (`scripts/install-geth.sh`, or `SSZGATE_GETH`). Locally a missing geth skips
+//! with a loud message; under `CI=true` it is a failure.
+
+use std::{path::Path, sync::Arc};
+
+use alloy_primitives::B256;
+use sszgate_drive::{
+    BlockReport, DriveConfig, Driver, EngineClient, EngineTransport, EthRpc, Load, LoadShape,
+    client::CLIENT_VERSION,
+    devnet::{Devnet, DevnetConfig, ElKind, find_geth},
+};
+use sszgate_engine::Fork;
+use sszgate_gateway::JwtSecret;
+use sszgate_record::{Recorder, Sink, SinkSpec};
+
+/// One geth at a time: two cores, and each run starts its own node.
+static ONE_GETH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn have_geth(dir: &Path) -> bool {
+    if find_geth(dir).is_some() {
+        return true;
+    }
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !in_ci,
+        "geth is missing under CI: run scripts/install-geth.sh"
+    );
+    eprintln!(
+        "\n!!!!!!!! SKIPPED: devnet test: no geth (scripts/install-geth.sh, or SSZGATE_GETH) !!!!!!!!\n"
+    );
+    false
+}
+
+/// How the driver reaches geth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    Direct,
+    Snoop,
+    Bridge,
+}
+
+/// (method, block number, blob count, status) of a record, in call order.
+type Row = (String, Option<i64>, Option<i64>, i64);
+
+fn rows(db: &Path, filter: &str) -> Vec<Row> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let sql = format!(
+        "SELECT coalesce(method, '?'), block_number, blob_count, status FROM calls {filter} ORDER BY seq"
+    );
+    conn.prepare(&sql)
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn recorder(db: &Path) -> Arc<Recorder> {
+    let spec: SinkSpec = format!("sqlite:{}", db.display()).parse().unwrap();
+    let sink = Sink::open(&spec).unwrap().unwrap();
+    Arc::new(Recorder::start(vec![sink], "driver", vec![], 1 << 16))
+}
+
+fn devnet_config(dir: &Path, proxy: bool) -> DevnetConfig {
+    DevnetConfig {
+        dir: dir.to_path_buf(),
+        el: ElKind::Geth,
+        fork: Fork::Osaka,
+        max_blobs: 72,
+        proxy_binary: proxy.then(|| env!("CARGO_BIN_EXE_sszgate").into()),
+    }
+}
+
+/// Drives `blocks` blocks on a fresh devnet reached `way`; returns the blocks, the driver's
+/// records and the proxy's records (calls of the driver only).
+async fn drive_one_way(
+    way: Way,
+    blocks: usize,
+    shape: LoadShape,
+) -> (Vec<BlockReport>, Vec<Row>, Vec<Row>) {
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = Devnet::up(&devnet_config(dir.path(), way != Way::Direct))
+        .await
+        .unwrap();
+    let state = devnet.state.clone();
+    let (url, transport) = match way {
+        Way::Direct => (state.engine_url.clone(), EngineTransport::Json),
+        Way::Snoop => (state.proxy_url.clone().unwrap(), EngineTransport::Json),
+        Way::Bridge => (state.proxy_url.clone().unwrap(), EngineTransport::Ssz),
+    };
+    let secret = JwtSecret::from_hex(&state.secret_hex().unwrap()).unwrap();
+    let driver_db = dir.path().join("driver.db");
+    let recorder = recorder(&driver_db);
+    let engine = EngineClient::new(&url, transport, secret, Some(recorder.clone()));
+    let eth = EthRpc::new(&state.eth_url);
+    let blobs = sszgate_fixtures::Fixtures::load(&sszgate_fixtures::testdata_dir())
+        .unwrap()
+        .blobs()
+        .unwrap();
+    let load = Load::new(&eth, Fork::Osaka, shape, blobs).await.unwrap();
+    let mut driver = Driver::start(engine, eth, Some(load), DriveConfig::default())
+        .await
+        .unwrap();
+    let mut reports = Vec::new();
+    for _ in 0..blocks {
+        let report = driver
+            .step()
+            .await
+            .unwrap_or_else(|e| panic!("{way:?}: {e}"));
+        reports.push(report);
+    }
+    recorder.shutdown();
+    drop(devnet); // the proxy drains its records on SIGTERM
+    let driver_rows = rows(&driver_db, "");
+    let proxy_rows = match &state.records {
+        Some(db) => rows(db, &format!("WHERE cl_client = '{CLIENT_VERSION}'")),
+        None => Vec::new(),
+    };
+    (reports, driver_rows, proxy_rows)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn geth_osaka_chain_is_the_same_direct_snooped_and_bridged() {
+    if !have_geth(Path::new(".")) {
+        return;
+    }
+    let _turn = ONE_GETH.lock().await;
+    let shape = LoadShape {
+        transfers: 2,
+        blob_txs: 2,
+        blobs_per_tx: 6,
+    };
+    let mut chains: Vec<(Way, Vec<BlockReport>)> = Vec::new();
+    for way in [Way::Direct, Way::Snoop, Way::Bridge] {
+        let (blocks, driver_rows, proxy_rows) = drive_one_way(way, 20, shape).await;
+        assert_eq!(blocks.len(), 20);
+        for block in &blocks {
+            assert_eq!(block.tx_hashes.len(), 4, "{way:?} block {}", block.number);
+            assert_eq!(block.blob_count, 12, "{way:?} block {}", block.number);
+            assert_eq!(block.left_out, 0);
+        }
+        // Per block: fcu, getPayload, getBlobs, newPayload, fcu.
+        assert_eq!(driver_rows.len(), 20 * 5, "{way:?}");
+        let get_payload = &driver_rows[1];
+        assert_eq!(
+            (get_payload.0.as_str(), get_payload.1, get_payload.2),
+            ("engine_getPayloadV5", Some(1), Some(12)),
+            "{way:?}"
+        );
+        assert!(
+            driver_rows.iter().all(|r| r.3 == 200),
+            "{way:?}: {driver_rows:?}"
+        );
+        if way == Way::Direct {
+            assert!(proxy_rows.is_empty());
+        } else {
+            // The proxy saw exactly the driver's calls, in order, with the same facts.
+            assert_eq!(proxy_rows, driver_rows, "{way:?}");
+        }
+        chains.push((way, blocks));
+    }
+    let summary = |blocks: &[BlockReport]| -> Vec<(u64, B256, Vec<B256>)> {
+        blocks
+            .iter()
+            .map(|b| (b.number, b.hash, b.tx_hashes.clone()))
+            .collect()
+    };
+    let direct = summary(&chains[0].1);
+    for (way, blocks) in &chains[1..] {
+        assert_eq!(summary(blocks), direct, "{way:?} built another chain");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_answers_errors_while_geth_is_down_and_recovers_without_restart() {
+    if !have_geth(Path::new(".")) {
+        return;
+    }
+    let _turn = ONE_GETH.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut devnet = Devnet::up(&devnet_config(dir.path(), true)).await.unwrap();
+    let state = devnet.state.clone();
+    let secret = JwtSecret::from_hex(&state.secret_hex().unwrap()).unwrap();
+    let driver_db = dir.path().join("driver.db");
+    let recorder = recorder(&driver_db);
+    let engine = EngineClient::new(
+        state.proxy_url.as_deref().unwrap(),
+        EngineTransport::Json,
+        secret,
+        Some(recorder.clone()),
+    );
+    let config = DriveConfig {
+        build_time: std::time::Duration::from_millis(300),
+        ..DriveConfig::default()
+    };
+    let mut driver = Driver::start(engine, EthRpc::new(&state.eth_url), None, config)
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        driver.step().await.unwrap();
+    }
+    devnet.stop_el().unwrap();
+    for _ in 0..3 {
+        let error = driver.step().await.expect_err("geth is down").to_string();
+        // The proxy answers, for the EL: a JSON-RPC error with what happened.
+        assert!(
+            error.contains("engine_forkchoiceUpdatedV3"),
+            "the error names the call: {error}"
+        );
+        assert!(!error.contains("to http://"), "the proxy answered: {error}");
+    }
+    devnet.restart_el().await.unwrap();
+    for _ in 0..3 {
+        driver.step().await.unwrap();
+    }
+    assert_eq!(driver.head().number, 6);
+    recorder.shutdown();
+    let records = state.records.clone().unwrap();
+    drop(devnet);
+    let driver_rows = rows(&driver_db, "");
+    let proxy_rows = rows(&records, &format!("WHERE cl_client = '{CLIENT_VERSION}'"));
+    assert_eq!(driver_rows.len(), 3 * 4 + 3 + 3 * 4, "{driver_rows:?}");
+    // Every call is recorded once on each side, in the same order, failures included.
+    let calls = |rows: &[Row]| rows.iter().map(|r| (r.0.clone(), r.1)).collect::<Vec<_>>();
+    assert_eq!(calls(&proxy_rows), calls(&driver_rows));
+    let failed: Vec<&Row> = proxy_rows.iter().filter(|r| r.3 != 200).collect();
+    assert_eq!(failed.len(), 3, "{proxy_rows:?}");
+    assert!(
+        failed.iter().all(|r| r.3 == 502 || r.3 == 504),
+        "{failed:?}"
+    );
+}

@@ -1,0 +1,357 @@
+//! Transaction load for the driven chain: plain transfers and blob transactions from funded
+//! development keys, sent to the EL's public JSON-RPC (`eth_sendRawTransaction`).
+//!
+//! Blob transactions carry real mainnet blobs from the data set, with their commitments and
+//! proofs (EIP-4844 blob proofs before Osaka, 128 cell proofs per blob from Osaka on, as
+//! EIP-7594 wraps them). Every transaction is signed deterministically (RFC 6979), so the same
+//! chain, keys and load give the same transactions byte for byte. Nothing here talks to the
+//! Engine API.
+
+use std::time::Duration;
+
+use alloy_consensus::{
+    SignableTransaction, TxEip1559, TxEip4844, TxEip4844WithSidecar,
+    transaction::RlpEcdsaEncodableTx,
+};
+use alloy_eips::{
+    eip2718::Encodable2718,
+    eip4844::BlobTransactionSidecar,
+    eip7594::{BlobTransactionSidecarEip7594, BlobTransactionSidecarVariant},
+};
+use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use bytes::Bytes as HttpBytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use serde_json::{Value, json};
+use sszgate_engine::Fork;
+use sszgate_fixtures::BlobItem;
+
+use crate::{DriveError, client::snippet};
+
+/// Public development keys (the well-known first two keys of the common test mnemonic), funded
+/// in the devnet genesis: the first sends transfers, the second blob transactions (an account
+/// with blob transactions pending may hold no other kind). Never use them for real funds.
+pub const DEV_KEYS: [&str; 2] = [
+    "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+    "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+];
+
+/// The most blobs one transaction may carry from Osaka on (EIP-7594).
+pub const MAX_BLOBS_PER_TX: usize = 6;
+
+const GWEI: u128 = 1_000_000_000;
+
+/// How many transactions of each kind go into every block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadShape {
+    /// Plain ETH transfers per block.
+    pub transfers: usize,
+    /// Blob transactions per block.
+    pub blob_txs: usize,
+    /// Blobs in each blob transaction (1 to [`MAX_BLOBS_PER_TX`]).
+    pub blobs_per_tx: usize,
+}
+
+impl LoadShape {
+    /// Blobs per block under this shape.
+    pub fn blobs_per_block(&self) -> usize {
+        self.blob_txs * self.blobs_per_tx
+    }
+}
+
+/// The EL's public JSON-RPC endpoint (no JWT), for the few `eth_` calls the load needs.
+pub struct EthRpc {
+    url: String,
+    http: Client<HttpConnector, Full<HttpBytes>>,
+}
+
+impl EthRpc {
+    /// A client for `url` (e.g. `http://127.0.0.1:8545`).
+    pub fn new(url: &str) -> EthRpc {
+        EthRpc {
+            url: url.to_string(),
+            http: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
+    /// Calls `method` with `params`; the `result`, or an error naming the call.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, DriveError> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let request = http::Request::post(&self.url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(HttpBytes::from(body.to_string())))
+            .expect("a well-formed request");
+        let unreachable = |problem: String| DriveError::Unreachable {
+            method: method.to_string(),
+            url: self.url.clone(),
+            problem,
+        };
+        let response = tokio::time::timeout(Duration::from_secs(30), self.http.request(request))
+            .await
+            .map_err(|_| unreachable("no answer within 30 s".into()))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?
+            .to_bytes();
+        let mut answer: Value = serde_json::from_slice(&bytes).map_err(|_| DriveError::Http {
+            method: method.to_string(),
+            status,
+            body: snippet(&bytes),
+        })?;
+        if let Some(error) = answer.get("error").filter(|e| !e.is_null()) {
+            return Err(DriveError::Rpc {
+                method: method.to_string(),
+                code: error["code"].as_i64().unwrap_or(0),
+                message: error["message"].as_str().unwrap_or("").to_string(),
+            });
+        }
+        Ok(answer["result"].take())
+    }
+
+    /// A quantity-valued call (`eth_chainId`, `eth_getTransactionCount`, …) as a number.
+    pub async fn quantity(&self, method: &str, params: Value) -> Result<u64, DriveError> {
+        let value = self.call(method, params).await?;
+        value
+            .as_str()
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .ok_or_else(|| DriveError::Answer {
+                method: method.to_string(),
+                problem: format!("expected a hex quantity, got {value}"),
+            })
+    }
+}
+
+/// One account sending transactions: its key and next nonce.
+struct Sender {
+    signer: PrivateKeySigner,
+    nonce: u64,
+}
+
+/// A signed transaction ready to send, with what the block it lands in must show for it.
+#[derive(Clone, Debug)]
+pub struct PreparedTx {
+    /// The network encoding (with the blob sidecar for blob transactions).
+    pub raw: Bytes,
+    /// The transaction hash.
+    pub hash: B256,
+    /// The blob versioned hashes it carries (empty for transfers).
+    pub versioned_hashes: Vec<B256>,
+}
+
+/// Builds and signs the load, block after block, from the dev keys and the real blobs.
+pub struct Load {
+    chain_id: u64,
+    fork: Fork,
+    shape: LoadShape,
+    transfers: Sender,
+    blobs: Sender,
+    blob_items: Vec<BlobItem>,
+    next_blob: usize,
+}
+
+impl Load {
+    /// A load of `shape` on chain `chain_id` under `fork`, starting at the accounts' nonces
+    /// as the EL reports them; blobs are taken in turn from `blob_items`.
+    pub async fn new(
+        eth: &EthRpc,
+        fork: Fork,
+        shape: LoadShape,
+        blob_items: Vec<BlobItem>,
+    ) -> Result<Load, DriveError> {
+        if shape.blob_txs > 0 && !(1..=MAX_BLOBS_PER_TX).contains(&shape.blobs_per_tx) {
+            return Err(DriveError::Config(format!(
+                "blobs per transaction must be 1 to {MAX_BLOBS_PER_TX}, not {}",
+                shape.blobs_per_tx
+            )));
+        }
+        if shape.blob_txs > 0 && blob_items.is_empty() {
+            return Err(DriveError::Config(
+                "blob transactions asked for, but the data set holds no blobs".into(),
+            ));
+        }
+        if shape.blob_txs > 0 && !fork.has_blobs() {
+            return Err(DriveError::Config(format!("{fork} has no blobs")));
+        }
+        let chain_id = eth.quantity("eth_chainId", json!([])).await?;
+        let mut senders = Vec::new();
+        for key in DEV_KEYS {
+            let signer: PrivateKeySigner = key.parse().expect("the dev keys are valid");
+            let nonce = eth
+                .quantity(
+                    "eth_getTransactionCount",
+                    json!([signer.address(), "pending"]),
+                )
+                .await?;
+            senders.push(Sender { signer, nonce });
+        }
+        let blobs = senders.pop().expect("two keys");
+        let transfers = senders.pop().expect("two keys");
+        Ok(Load {
+            chain_id,
+            fork,
+            shape,
+            transfers,
+            blobs,
+            blob_items,
+            next_blob: 0,
+        })
+    }
+
+    /// The shape of the load.
+    pub fn shape(&self) -> LoadShape {
+        self.shape
+    }
+
+    /// The transactions for the next block: the transfers, then the blob transactions.
+    pub fn next_block(&mut self) -> Vec<PreparedTx> {
+        let mut out = Vec::with_capacity(self.shape.transfers + self.shape.blob_txs);
+        for _ in 0..self.shape.transfers {
+            out.push(self.transfer());
+        }
+        for _ in 0..self.shape.blob_txs {
+            out.push(self.blob_tx());
+        }
+        out
+    }
+
+    fn transfer(&mut self) -> PreparedTx {
+        let nonce = self.transfers.nonce;
+        self.transfers.nonce += 1;
+        let tx = TxEip1559 {
+            chain_id: self.chain_id,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: 100 * GWEI,
+            max_priority_fee_per_gas: GWEI,
+            to: TxKind::Call(recipient(nonce)),
+            value: U256::from(GWEI),
+            ..TxEip1559::default()
+        };
+        let (raw, hash) = sign(&self.transfers.signer, tx);
+        PreparedTx {
+            hash,
+            raw,
+            versioned_hashes: Vec::new(),
+        }
+    }
+
+    fn blob_tx(&mut self) -> PreparedTx {
+        let nonce = self.blobs.nonce;
+        self.blobs.nonce += 1;
+        let items: Vec<&BlobItem> = (0..self.shape.blobs_per_tx)
+            .map(|i| &self.blob_items[(self.next_blob + i) % self.blob_items.len()])
+            .collect();
+        self.next_blob += items.len();
+        let versioned_hashes: Vec<B256> = items
+            .iter()
+            .map(|b| sszgate_fixtures::versioned_hash(&b.commitment))
+            .collect();
+        let blobs = items.iter().map(|b| b.blob).collect();
+        let commitments = items.iter().map(|b| b.commitment).collect();
+        let sidecar = if self.fork.has_cell_proofs() {
+            BlobTransactionSidecarVariant::Eip7594(BlobTransactionSidecarEip7594 {
+                blobs,
+                commitments,
+                cell_proofs: items.iter().flat_map(|b| b.cell_proofs.clone()).collect(),
+            })
+        } else {
+            BlobTransactionSidecarVariant::Eip4844(BlobTransactionSidecar {
+                blobs,
+                commitments,
+                proofs: items.iter().map(|b| b.proof).collect(),
+            })
+        };
+        let tx = TxEip4844 {
+            chain_id: self.chain_id,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: 100 * GWEI,
+            max_priority_fee_per_gas: GWEI,
+            to: recipient(u64::MAX - nonce),
+            value: U256::ZERO,
+            blob_versioned_hashes: versioned_hashes.clone(),
+            max_fee_per_blob_gas: 1_000 * GWEI,
+            ..TxEip4844::default()
+        };
+        // The hash is the one of the transaction without its sidecar: what the block holds.
+        let (raw, hash) = sign(
+            &self.blobs.signer,
+            TxEip4844WithSidecar::from_tx_and_sidecar(tx, sidecar),
+        );
+        PreparedTx {
+            raw,
+            hash,
+            versioned_hashes,
+        }
+    }
+}
+
+/// Signs `tx` with `signer`: its EIP-2718 network encoding and its hash.
+fn sign<T>(signer: &PrivateKeySigner, tx: T) -> (Bytes, B256)
+where
+    T: SignableTransaction<alloy_primitives::Signature>
+        + RlpEcdsaEncodableTx
+        + alloy_eips::Typed2718
+        + Send
+        + Sync,
+{
+    let signature = signer
+        .sign_hash_sync(&tx.signature_hash())
+        .expect("signing with a valid key");
+    let signed = tx.into_signed(signature);
+    (signed.encoded_2718().into(), *signed.hash())
+}
+
+/// A deterministic recipient per transaction.
+fn recipient(n: u64) -> Address {
+    let mut bytes = [0x5a_u8; 20];
+    bytes[12..].copy_from_slice(&n.to_be_bytes());
+    Address::from(bytes)
+}
+
+/// Sends `txs` to the EL and waits until its pool holds every one of them (so the next payload
+/// can include them); fails naming the transaction the EL refused.
+pub async fn submit(eth: &EthRpc, txs: &[PreparedTx]) -> Result<(), DriveError> {
+    for tx in txs {
+        let hash = eth
+            .call("eth_sendRawTransaction", json!([tx.raw]))
+            .await
+            .map_err(|e| DriveError::Load(format!("transaction {}: {e}", tx.hash)))?;
+        if hash.as_str() != Some(&tx.hash.to_string()) {
+            return Err(DriveError::Load(format!(
+                "eth_sendRawTransaction answered {hash} for transaction {}",
+                tx.hash
+            )));
+        }
+    }
+    for tx in txs {
+        let mut seen = false;
+        for _ in 0..100 {
+            if !eth
+                .call("eth_getTransactionByHash", json!([tx.hash]))
+                .await?
+                .is_null()
+            {
+                seen = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if !seen {
+            return Err(DriveError::Load(format!(
+                "transaction {} was accepted but never showed in the pool",
+                tx.hash
+            )));
+        }
+    }
+    Ok(())
+}
