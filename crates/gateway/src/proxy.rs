@@ -293,16 +293,15 @@ async fn handle(
                 message: e.to_string(),
                 id,
             };
-            let mut response = refuse(
+            return Ok(refuse_with_status(
                 refusal,
                 json_rpc_path,
                 capture,
                 arrived,
                 &recorder,
                 ErrorSide::El,
-            );
-            *response.status_mut() = status;
-            return Ok(response);
+                Some(status),
+            ));
         }
     };
     let head = Instant::now();
@@ -329,12 +328,26 @@ async fn handle(
 fn refuse(
     refusal: Refusal,
     json_rpc: bool,
-    mut capture: Capture,
+    capture: Capture,
     arrived: Instant,
     recorder: &Recorder,
     side: ErrorSide,
 ) -> Response<ResponseBody> {
-    let (status, content_type, body) = if json_rpc {
+    refuse_with_status(refusal, json_rpc, capture, arrived, recorder, side, None)
+}
+
+/// As [`refuse`], with the HTTP status given by the caller (upstream failures: 502, 504)
+/// rather than taken from the problem; the record carries the status the CL gets.
+fn refuse_with_status(
+    refusal: Refusal,
+    json_rpc: bool,
+    mut capture: Capture,
+    arrived: Instant,
+    recorder: &Recorder,
+    side: ErrorSide,
+    status: Option<StatusCode>,
+) -> Response<ResponseBody> {
+    let (problem_status, content_type, body) = if json_rpc {
         // JSON-RPC errors travel in a 200 answer, as JSON-RPC servers send them, except what
         // HTTP itself must say (too large, upstream failures: set by the caller).
         let status = if refusal.problem == Problem::RequestTooLarge {
@@ -356,6 +369,7 @@ fn refuse(
             classify::problem_json(&refusal),
         )
     };
+    let status = status.unwrap_or(problem_status);
     capture.status = status.as_u16();
     capture.error_side = Some(side);
     capture.error_message = Some(refusal.message.clone());
@@ -412,9 +426,15 @@ async fn websocket(
                 message: e.to_string(),
                 id: None,
             };
-            let mut response = refuse(refusal, true, capture, arrived, &recorder, ErrorSide::El);
-            *response.status_mut() = StatusCode::BAD_GATEWAY;
-            return response;
+            return refuse_with_status(
+                refusal,
+                true,
+                capture,
+                arrived,
+                &recorder,
+                ErrorSide::El,
+                Some(StatusCode::BAD_GATEWAY),
+            );
         }
     };
     capture.status = response.status().as_u16();

@@ -147,14 +147,15 @@ async fn upstream_refused_and_timeout_are_502_and_504_in_the_callers_shape() {
     );
     assert_eq!(json(&body)["type"], "/engine-api/errors/internal");
     let (db, _dir) = proxy.finish().await;
-    let sides: Vec<String> = db
-        .prepare("SELECT error_side FROM calls")
+    // The records carry the status the CL got, not the problem's usual one.
+    let sides: Vec<(String, i64)> = db
+        .prepare("SELECT error_side, status FROM calls ORDER BY seq")
         .unwrap()
-        .query_map([], |r| r.get(0))
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(sides, ["el", "el"]);
+    assert_eq!(sides, [("el".into(), 502), ("el".into(), 502)]);
 
     // An EL that does not answer in time.
     let el = FakeEl::start(|_| {
@@ -177,7 +178,11 @@ async fn upstream_refused_and_timeout_are_502_and_504_in_the_callers_shape() {
         started.elapsed() < Duration::from_secs(2),
         "the CL is answered at the timeout"
     );
-    proxy.finish().await;
+    let (db, _dir) = proxy.finish().await;
+    let status: i64 = db
+        .query_row("SELECT status FROM calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, 504);
 }
 
 #[tokio::test]
