@@ -76,10 +76,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         options.blobs,
         options.nginx
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(8 << 20)
-        .build()?;
+    let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::proxy::run(&options));
     let text = format!(
         "Machine: {}\n\n{}",

@@ -75,19 +75,11 @@ fn config(args: &UpArgs) -> Result<DevnetConfig> {
     })
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(8 << 20)
-        .build()
-        .context("starting the runtime")
-}
-
 pub(crate) fn run(args: DevnetArgs) -> Result<()> {
     match args.command {
         DevnetCommand::Up(up) => {
             let config = config(&up)?;
-            let state = runtime()?.block_on(Devnet::up(&config))?.detach();
+            let state = crate::runtime()?.block_on(Devnet::up(&config))?.detach();
             print_state(&up.dir, &state);
             Ok(())
         }
@@ -104,7 +96,7 @@ pub(crate) fn run(args: DevnetArgs) -> Result<()> {
             );
             Ok(())
         }
-        DevnetCommand::Status(DirArg { dir }) => runtime()?.block_on(status(&dir)),
+        DevnetCommand::Status(DirArg { dir }) => crate::runtime()?.block_on(status(&dir)),
     }
 }
 
@@ -199,7 +191,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<()> {
         no_proxy: false,
     };
     let config = config(&up)?;
-    let runtime = runtime()?;
+    let runtime = crate::runtime()?;
     runtime.block_on(async {
         let devnet = Devnet::up(&config).await?;
         print_state(&args.dir, &devnet.state);

@@ -140,11 +140,7 @@ fn target(args: &DriveArgs) -> Result<Target> {
 }
 
 pub(crate) fn run(args: DriveArgs) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(8 << 20)
-        .build()
-        .context("starting the runtime")?;
+    let runtime = crate::runtime()?;
     runtime.block_on(async {
         let summary = drive(&args).await?;
         summary.print(&mut std::io::stdout())?;

@@ -86,6 +86,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// The runtime every async subcommand runs on: multi-threaded, with room on each thread's
+/// stack for large Engine API bodies (blob bundles).
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(8 << 20)
+        .build()
+        .context("starting the runtime")
+}
+
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause

@@ -146,12 +146,7 @@ pub(crate) fn jwt(value: &str) -> Result<JwtSecret> {
 }
 
 pub(crate) fn run(args: ProxyArgs) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        // Large Engine API bodies (blob bundles) are handled on these threads.
-        .thread_stack_size(8 << 20)
-        .build()
-        .context("starting the runtime")?;
+    let runtime = crate::runtime()?;
     runtime.block_on(run_async(args))
 }
 

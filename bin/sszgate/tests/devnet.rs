@@ -12,7 +12,7 @@ use alloy_primitives::B256;
 use sszgate_drive::{
     BlockReport, DriveConfig, Driver, EngineClient, EngineTransport, EthRpc, Load, LoadShape,
     client::CLIENT_VERSION,
-    devnet::{Devnet, DevnetConfig, ElKind, find_geth},
+    devnet::{Devnet, DevnetConfig, ElKind, find_ethereumjs, find_geth},
 };
 use sszgate_engine::Fork;
 use sszgate_gateway::JwtSecret;
@@ -21,18 +21,24 @@ use sszgate_record::{Recorder, Sink, SinkSpec};
 /// One geth at a time: two cores, and each run starts its own node.
 static ONE_GETH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn have_geth(dir: &Path) -> bool {
-    if find_geth(dir).is_some() {
+/// Whether `el` is installed; locally a missing one skips loudly, under CI it fails.
+fn have(el: ElKind) -> bool {
+    let (found, install) = match el {
+        ElKind::Geth => (
+            find_geth(Path::new(".")),
+            "scripts/install-geth.sh, or SSZGATE_GETH",
+        ),
+        ElKind::Ethereumjs => (
+            find_ethereumjs(Path::new(".")),
+            "scripts/install-ethereumjs.sh, or SSZGATE_ETHEREUMJS",
+        ),
+    };
+    if found.is_some() {
         return true;
     }
     let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !in_ci,
-        "geth is missing under CI: run scripts/install-geth.sh"
-    );
-    eprintln!(
-        "\n!!!!!!!! SKIPPED: devnet test: no geth (scripts/install-geth.sh, or SSZGATE_GETH) !!!!!!!!\n"
-    );
+    assert!(!in_ci, "{el:?} is missing under CI: {install}");
+    eprintln!("\n!!!!!!!! SKIPPED: devnet test: no {el:?} ({install}) !!!!!!!!\n");
     false
 }
 
@@ -126,7 +132,7 @@ async fn drive_one_way(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn geth_osaka_chain_is_the_same_direct_snooped_and_bridged() {
-    if !have_geth(Path::new(".")) {
+    if !have(ElKind::Geth) {
         return;
     }
     let _turn = ONE_GETH.lock().await;
@@ -178,7 +184,7 @@ async fn geth_osaka_chain_is_the_same_direct_snooped_and_bridged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_answers_errors_while_geth_is_down_and_recovers_without_restart() {
-    if !have_geth(Path::new(".")) {
+    if !have(ElKind::Geth) {
         return;
     }
     let _turn = ONE_GETH.lock().await;
@@ -254,4 +260,75 @@ async fn proxy_answers_errors_while_geth_is_down_and_recovers_without_restart() 
             "{errors:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ethereumjs_prague_over_json_and_through_the_bridge() {
+    // geth writes the genesis, so both are needed.
+    if !have(ElKind::Ethereumjs) || !have(ElKind::Geth) {
+        return;
+    }
+    let _turn = ONE_GETH.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = DevnetConfig {
+        el: ElKind::Ethereumjs,
+        fork: Fork::Prague,
+        max_blobs: 9,
+        ..devnet_config(dir.path(), true)
+    };
+    let devnet = Devnet::up(&config).await.unwrap();
+    let state = devnet.state.clone();
+    let secret = JwtSecret::from_hex(&state.secret_hex().unwrap()).unwrap();
+    let driver_db = dir.path().join("driver.db");
+    let recorder = recorder(&driver_db);
+    let prague = DriveConfig {
+        fork: Fork::Prague,
+        ..DriveConfig::default()
+    };
+    let shape = LoadShape {
+        transfers: 2,
+        ..LoadShape::default()
+    };
+    let mut heads = Vec::new();
+    for transport in [EngineTransport::Json, EngineTransport::Ssz] {
+        let engine = EngineClient::new(
+            state.proxy_url.as_deref().unwrap(),
+            transport,
+            secret.clone(),
+            Some(recorder.clone()),
+        );
+        let eth = EthRpc::new(&state.eth_url);
+        let load = Load::new(&eth, Fork::Prague, shape, vec![]).await.unwrap();
+        let mut driver = Driver::start(engine, eth, Some(load), prague.clone())
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            let block = driver
+                .step()
+                .await
+                .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+            assert_eq!(block.tx_hashes.len(), 2, "{transport:?}: {block:?}");
+            heads.push(block.number);
+        }
+    }
+    assert_eq!(heads, [1, 2, 3, 4, 5, 6]);
+    recorder.shutdown();
+    drop(devnet);
+    let driver_rows = rows(&driver_db, "");
+    let proxy_rows = rows(
+        state.records.as_ref().unwrap(),
+        &format!("WHERE cl_client = '{CLIENT_VERSION}'"),
+    );
+    assert_eq!(driver_rows.len(), 6 * 4);
+    assert_eq!(proxy_rows, driver_rows);
+    let methods: Vec<&str> = proxy_rows[..4].iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "engine_forkchoiceUpdatedV3",
+            "engine_getPayloadV4",
+            "engine_newPayloadV4",
+            "engine_forkchoiceUpdatedV3"
+        ]
+    );
 }

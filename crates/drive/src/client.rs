@@ -137,28 +137,10 @@ impl EngineClient {
                 body: snippet(&exchange.body),
             });
         }
-        let mut envelope: Value =
-            serde_json::from_slice(&exchange.body).map_err(|e| DriveError::Answer {
-                method: method.to_string(),
-                problem: format!("not a JSON-RPC answer: {e}"),
-            })?;
-        if let Some(error) = envelope.get("error").filter(|e| !e.is_null()) {
-            return Err(DriveError::Rpc {
-                method: method.to_string(),
-                code: error["code"].as_i64().unwrap_or(0),
-                message: error["message"].as_str().unwrap_or("").to_string(),
-            });
-        }
-        match envelope.get_mut("result") {
-            Some(result) => Ok(Reply {
-                result: result.take(),
-                elapsed: exchange.elapsed,
-            }),
-            None => Err(DriveError::Answer {
-                method: method.to_string(),
-                problem: "a JSON-RPC answer with neither result nor error".into(),
-            }),
-        }
+        Ok(Reply {
+            result: json_rpc_result(method, exchange.status, &exchange.body)?,
+            elapsed: exchange.elapsed,
+        })
     }
 
     async fn call_ssz(
@@ -313,6 +295,29 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The `result` of a JSON-RPC answer, or its error as a [`DriveError`] naming `method`.
+pub(crate) fn json_rpc_result(method: &str, status: u16, body: &[u8]) -> Result<Value, DriveError> {
+    let mut envelope: Value = serde_json::from_slice(body).map_err(|_| DriveError::Http {
+        method: method.to_string(),
+        status,
+        body: snippet(body),
+    })?;
+    if let Some(error) = envelope.get("error").filter(|e| !e.is_null()) {
+        return Err(DriveError::Rpc {
+            method: method.to_string(),
+            code: error["code"].as_i64().unwrap_or(0),
+            message: error["message"].as_str().unwrap_or("").to_string(),
+        });
+    }
+    match envelope.get_mut("result") {
+        Some(result) => Ok(result.take()),
+        None => Err(DriveError::Answer {
+            method: method.to_string(),
+            problem: "a JSON-RPC answer with neither result nor error".into(),
+        }),
+    }
 }
 
 /// The start of a body, as text, for error messages.

@@ -134,6 +134,8 @@ pub struct Driver {
     methods: Methods,
     head: Head,
     last_slot: Option<Instant>,
+    /// Whether the EL shows pending transactions (see [`submit`]).
+    pool_visible: bool,
 }
 
 impl Driver {
@@ -154,6 +156,7 @@ impl Driver {
             methods,
             head,
             last_slot: None,
+            pool_visible: true,
         })
     }
 
@@ -179,7 +182,7 @@ impl Driver {
             Some(load) => load.next_block(),
             None => Vec::new(),
         };
-        submit(&self.eth, &sent).await?;
+        submit(&self.eth, &sent, &mut self.pool_visible).await?;
 
         let (attributes, beacon_root) = attributes(fork, number, timestamp);
         let state = forkchoice_state(head.hash);
