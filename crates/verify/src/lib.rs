@@ -1,0 +1,280 @@
+//! Checks of what crosses the Engine API link, per call: a verdict saying whether the payload,
+//! its transactions, its blobs and their proofs are what they claim to be.
+//!
+//! - [`payload`]: block hash recomputed from the payload (per fork: withdrawals, blob gas,
+//!   parent beacon block root, requests hash), every transaction decodes, the spec's field
+//!   limits, versioned hashes sent by the CL equal the ones of the blob transactions;
+//! - [`blobs`]: a bundle's commitments give the payload's versioned hashes; blob proofs (V1)
+//!   or cell proofs (V2, 128 per blob) verify, batched, with c-kzg; getBlobs answers hold the
+//!   blobs asked for, with valid proofs;
+//! - [`Verifier`]: one call at a time, remembering what later calls need (the parent beacon
+//!   block root of each payload id, from forkchoiceUpdated) and sampling the costly KZG checks.
+//!
+//! Nothing here touches the network or the forward path; the recorder and `sszgate verify` call
+//! in.
+
+pub mod blobs;
+pub mod payload;
+
+use std::{collections::VecDeque, fmt, time::Instant};
+
+use alloy_primitives::B256;
+use alloy_rpc_types_engine::PayloadId;
+use sszgate_engine::{
+    Fork, Message,
+    message::{BuiltPayload, NewPayload},
+    method::{Family, MethodSpec},
+};
+
+/// A check that can fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// The block hash recomputed from the payload differs from the one it carries.
+    BlockHash,
+    /// A transaction does not decode.
+    Transactions,
+    /// A field is over the spec's limit.
+    Limits,
+    /// The versioned hashes sent by the CL differ from those of the blob transactions.
+    VersionedHashes,
+    /// A bundle's commitments do not give the versioned hashes of the blob transactions, or
+    /// its lists do not line up.
+    Commitments,
+    /// EIP-4844 blob proofs do not verify.
+    BlobProofs,
+    /// EIP-7594 cell proofs do not verify.
+    CellProofs,
+    /// A getBlobs answer does not hold what was asked for.
+    BlobsAnswer,
+}
+
+impl Check {
+    /// The name stored in records and metric labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::BlockHash => "block-hash",
+            Check::Transactions => "transactions",
+            Check::Limits => "limits",
+            Check::VersionedHashes => "versioned-hashes",
+            Check::Commitments => "commitments",
+            Check::BlobProofs => "blob-proofs",
+            Check::CellProofs => "cell-proofs",
+            Check::BlobsAnswer => "blobs-answer",
+        }
+    }
+}
+
+/// A failed check and what it found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The check.
+    pub check: Check,
+    /// What it found, naming the field or index.
+    pub detail: String,
+}
+
+impl Failure {
+    /// A failure of `check`.
+    pub fn new(check: Check, detail: impl Into<String>) -> Failure {
+        Failure {
+            check,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.check.name(), self.detail)
+    }
+}
+
+/// The outcome of verifying one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every check that applies passed (the KZG ones included when `kzg` is true).
+    Ok {
+        /// Whether the KZG proofs were verified too (sampling may leave them out).
+        kzg: bool,
+    },
+    /// A check failed.
+    Failed(Failure),
+    /// Nothing could be checked, and why.
+    Skipped(String),
+}
+
+impl Verdict {
+    /// `ok`, `failed` or `skipped`, as stored.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Ok { .. } => "ok",
+            Verdict::Failed(_) => "failed",
+            Verdict::Skipped(_) => "skipped",
+        }
+    }
+}
+
+/// How much to verify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Nothing.
+    Off,
+    /// Every cheap check on every call; KZG proofs on one call with blobs in `kzg_every`.
+    Sample {
+        /// One call with blobs in this many gets its proofs verified.
+        kzg_every: u32,
+    },
+    /// Every check on every call.
+    All,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "off" => Ok(Mode::Off),
+            "sample" => Ok(Mode::Sample { kzg_every: 8 }),
+            "all" => Ok(Mode::All),
+            other => Err(format!(
+                "unknown verify mode {other:?} (off, sample or all)"
+            )),
+        }
+    }
+}
+
+/// A verdict with the time it took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Time spent verifying, µs.
+    pub micros: u64,
+}
+
+/// How many payload ids to remember between forkchoiceUpdated and getPayload.
+const REMEMBERED_PAYLOADS: usize = 64;
+
+/// Verifies calls one at a time, in the order they completed.
+pub struct Verifier {
+    mode: Mode,
+    kzg: &'static c_kzg::KzgSettings,
+    /// Parent beacon block roots of recent payload builds, by payload id.
+    roots: VecDeque<(PayloadId, B256)>,
+    blob_calls: u32,
+}
+
+impl Verifier {
+    /// A verifier in `mode` (loads the KZG trusted setup on first use of a KZG check).
+    pub fn new(mode: Mode) -> Verifier {
+        Verifier {
+            mode,
+            kzg: c_kzg::ethereum_kzg_settings(0),
+            roots: VecDeque::new(),
+            blob_calls: 0,
+        }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Verifies one call of `method` under `fork` (request and, when it succeeded, response);
+    /// `None` when the call carries nothing to verify.
+    pub fn call(
+        &mut self,
+        method: &MethodSpec,
+        fork: Fork,
+        request: &Message,
+        response: Option<&Message>,
+    ) -> Option<Outcome> {
+        if self.mode == Mode::Off {
+            return None;
+        }
+        let started = Instant::now();
+        let verdict = match (method.family, request, response) {
+            (Family::NewPayload, Message::NewPayload(np), _) => {
+                Some(verdict(payload::check_new_payload(np).map(|()| false)))
+            }
+            (Family::ForkchoiceUpdated, Message::Forkchoice(fcu), response) => {
+                let root = fcu
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.parent_beacon_block_root);
+                if let (Some(root), Some(Message::ForkchoiceResponse(answer))) = (root, response)
+                    && let Some(id) = answer.payload_id
+                {
+                    if self.roots.len() == REMEMBERED_PAYLOADS {
+                        self.roots.pop_front();
+                    }
+                    self.roots.push_back((id, root));
+                }
+                None
+            }
+            (Family::GetPayload, Message::PayloadId(id), Some(Message::BuiltPayload(built))) => {
+                let root = self
+                    .roots
+                    .iter()
+                    .rev()
+                    .find(|(known, _)| known == id)
+                    .map(|(_, root)| *root);
+                let kzg = self.kzg_due(built.blob_count());
+                Some(self.built(built, fork, root, kzg))
+            }
+            (Family::GetBlobs, Message::BlobsRequest(asked), Some(Message::Blobs(answer))) => {
+                let kzg = self.kzg_due(asked.versioned_hashes.len());
+                Some(verdict(
+                    blobs::check_answer(self.kzg, &asked.versioned_hashes, answer, kzg)
+                        .map(|checked| checked && kzg),
+                ))
+            }
+            _ => None,
+        }?;
+        Some(Outcome {
+            verdict,
+            micros: started.elapsed().as_micros() as u64,
+        })
+    }
+
+    /// Whether this call with `blobs` blobs gets its KZG proofs verified.
+    fn kzg_due(&mut self, blobs: usize) -> bool {
+        if blobs == 0 {
+            return false;
+        }
+        self.blob_calls = self.blob_calls.wrapping_add(1);
+        match self.mode {
+            Mode::All => true,
+            Mode::Sample { kzg_every } => {
+                self.blob_calls % kzg_every.max(1) == 1 % kzg_every.max(1)
+            }
+            Mode::Off => false,
+        }
+    }
+
+    fn built(&self, built: &BuiltPayload, fork: Fork, root: Option<B256>, kzg: bool) -> Verdict {
+        let checked = payload::check_built(built, root).and_then(|hashed| {
+            blobs::check_bundle(self.kzg, built, kzg)?;
+            Ok(hashed)
+        });
+        match checked {
+            Ok(true) => Verdict::Ok { kzg },
+            // The block hash needs the root of the attributes: without it, the rest passed.
+            Ok(false) => Verdict::Skipped(format!(
+                "{fork}: block hash not checked: the forkchoiceUpdated that started this build was not seen"
+            )),
+            Err(failure) => Verdict::Failed(failure),
+        }
+    }
+}
+
+fn verdict(result: Result<bool, Failure>) -> Verdict {
+    match result {
+        Ok(kzg) => Verdict::Ok { kzg },
+        Err(failure) => Verdict::Failed(failure),
+    }
+}
+
+/// Every check of a newPayload request, for callers outside a [`Verifier`] (`--verify-enforce`).
+pub fn new_payload(np: &NewPayload) -> Result<(), Failure> {
+    payload::check_new_payload(np)
+}

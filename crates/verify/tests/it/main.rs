@@ -1,0 +1,386 @@
+//! The checks on real mainnet data: every real payload verifies, and each kind of corruption
+//! (a transaction byte, a truncated transaction, a reordered withdrawal, a wrong requests list,
+//! a wrong versioned hash, an over-long extra data, a wrong commitment, a swapped blob, swapped
+//! proofs) is caught by the check that names it.
+
+use std::path::PathBuf;
+
+use alloy_consensus::{EthereumTxEnvelope, Signed, TxEip4844, TxEip4844WithSidecar};
+use alloy_eips::{
+    eip2718::{Decodable2718, Encodable2718},
+    eip7594::BlobTransactionSidecarVariant,
+};
+use alloy_primitives::{B256, Bytes};
+use alloy_rpc_types_engine::{ExecutionPayloadV3, PayloadId};
+use sszgate_engine::{
+    Fork, Message,
+    message::{Blobs, BlobsRequest, BuiltPayload, Forkchoice, NewPayload},
+    method,
+};
+use sszgate_fixtures::{self as fixtures, BlobItem, Fixtures, versioned_hash};
+use sszgate_verify::{Check, Mode, Verdict, Verifier, payload};
+
+fn dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![fixtures::testdata_dir()];
+    let data = fixtures::data_dir();
+    if data.canonicalize().ok() != dirs[0].canonicalize().ok() {
+        dirs.push(data);
+    }
+    dirs
+}
+
+fn failed(result: Result<(), sszgate_verify::Failure>) -> Check {
+    match result {
+        Err(f) => f.check,
+        Ok(()) => panic!("the corruption was not caught"),
+    }
+}
+
+#[test]
+fn every_real_payload_verifies() {
+    let mut checked = 0;
+    for dir in dirs() {
+        for block in Fixtures::load(&dir).unwrap().blocks {
+            let np = block.new_payload().unwrap();
+            payload::check_new_payload(&np)
+                .unwrap_or_else(|f| panic!("{}: {f}", block.file.display()));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 14, "{checked} payloads");
+}
+
+/// The newest real Electra block that has withdrawals and blob transactions.
+fn electra() -> NewPayload {
+    let fixtures = Fixtures::load(&fixtures::testdata_dir()).unwrap();
+    fixtures
+        .blocks
+        .iter()
+        .rev()
+        .map(|b| b.new_payload().unwrap())
+        .find(|np| match np {
+            NewPayload::Prague(p, hashes, ..) => {
+                !hashes.is_empty() && p.payload_inner.withdrawals.len() > 1
+            }
+            _ => false,
+        })
+        .expect("an electra block with blobs and withdrawals in testdata")
+}
+
+fn parts(np: &mut NewPayload) -> (&mut ExecutionPayloadV3, &mut Vec<B256>) {
+    match np {
+        NewPayload::Prague(p, hashes, ..) => (p, hashes),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn each_corrupted_payload_is_caught_by_its_check() {
+    let good = electra();
+    payload::check_new_payload(&good).unwrap();
+
+    // A byte inside a transaction's data: it still decodes, the block hash no longer holds.
+    let mut np = good.clone();
+    let (p, _) = parts(&mut np);
+    let txs = &mut p.payload_inner.payload_inner.transactions;
+    let i = txs.iter().position(|t| t[0] == 2 && t.len() > 200).unwrap();
+    let mut tx = txs[i].to_vec();
+    let middle = tx.len() - 80;
+    tx[middle] ^= 0x01;
+    txs[i] = Bytes::from(tx);
+    assert_eq!(failed(payload::check_new_payload(&np)), Check::BlockHash);
+
+    // A truncated transaction does not decode.
+    let mut np = good.clone();
+    let (p, _) = parts(&mut np);
+    let txs = &mut p.payload_inner.payload_inner.transactions;
+    txs[0] = txs[0].slice(..txs[0].len() - 3);
+    assert_eq!(failed(payload::check_new_payload(&np)), Check::Transactions);
+
+    // Two withdrawals swapped.
+    let mut np = good.clone();
+    let (p, _) = parts(&mut np);
+    p.payload_inner.withdrawals.swap(0, 1);
+    assert_eq!(failed(payload::check_new_payload(&np)), Check::BlockHash);
+
+    // A requests list with a request left out, or one added when there was none.
+    let mut np = good.clone();
+    if let NewPayload::Prague(_, _, _, requests) = &mut np {
+        let mut list = requests.clone().take();
+        if list.pop().is_none() {
+            list.push(Bytes::from_static(&[0x00, 0x01]));
+        }
+        *requests = alloy_eips::eip7685::Requests::new(list);
+    }
+    assert_eq!(failed(payload::check_new_payload(&np)), Check::BlockHash);
+
+    // The CL's versioned hashes: one wrong.
+    let mut np = good.clone();
+    let (_, hashes) = parts(&mut np);
+    hashes[0] = B256::repeat_byte(0x01);
+    assert_eq!(
+        failed(payload::check_new_payload(&np)),
+        Check::VersionedHashes
+    );
+
+    // Extra data over 32 bytes.
+    let mut np = good.clone();
+    let (p, _) = parts(&mut np);
+    p.payload_inner.payload_inner.extra_data = Bytes::from(vec![0; 33]);
+    assert_eq!(failed(payload::check_new_payload(&np)), Check::Limits);
+}
+
+/// A getPayload answer that holds together: the reference payload with the real blob
+/// transactions of testdata appended (consensus form), the bundle of their blobs, and the
+/// block hash recomputed; with the root its attributes carried.
+fn consistent_built(fork: Fork) -> (BuiltPayload, B256, Vec<BlobItem>) {
+    let fixtures = Fixtures::load(&fixtures::testdata_dir()).unwrap();
+    let (_, mut payload) = fixtures.reference_payload().unwrap();
+    let items = fixtures.blobs().unwrap();
+    let txs = &mut payload.payload_inner.payload_inner.transactions;
+    txs.retain(|t| t[0] != 3);
+    for tx in &fixtures.blob_txs {
+        let raw = std::fs::read(&tx.file).unwrap();
+        let envelope = EthereumTxEnvelope::<TxEip4844WithSidecar<BlobTransactionSidecarVariant>>::network_decode(&mut raw.as_slice()).unwrap();
+        let EthereumTxEnvelope::Eip4844(signed) = envelope else {
+            unreachable!()
+        };
+        let bare: Signed<TxEip4844> =
+            Signed::new_unhashed(signed.tx().tx.clone(), *signed.signature());
+        txs.push(bare.encoded_2718().into());
+    }
+    let root = B256::repeat_byte(0x42);
+    let built = fixtures::built_payload(fork, &payload, &items, items.len()).unwrap();
+    let mut built = built;
+    let p = match &mut built {
+        BuiltPayload::V4(e) => &mut e.envelope_inner.execution_payload,
+        BuiltPayload::V5(e) => &mut e.execution_payload,
+        _ => unreachable!(),
+    };
+    let np = NewPayload::Prague(p.clone(), vec![], root, Default::default());
+    p.payload_inner.payload_inner.block_hash = payload::block_hash(&np).unwrap();
+    (built, root, items)
+}
+
+/// Runs the verifier over a forkchoiceUpdated that starts the build, then the getPayload.
+fn verify_built(fork: Fork, built: &BuiltPayload, root: B256) -> Verdict {
+    let mut verifier = Verifier::new(Mode::All);
+    let id = PayloadId::new([7; 8]);
+    let fcu_method = method::by_name("engine_forkchoiceUpdatedV3").unwrap();
+    let mut attributes = fixtures::synthetic::attributes(fork);
+    attributes.parent_beacon_block_root = Some(root);
+    let fcu = Message::Forkchoice(Forkchoice {
+        state: Default::default(),
+        attributes: Some(attributes),
+        custody_columns: None,
+    });
+    let answer = Message::ForkchoiceResponse(alloy_rpc_types_engine::ForkchoiceUpdated {
+        payload_status: alloy_rpc_types_engine::PayloadStatus::from_status(
+            alloy_rpc_types_engine::PayloadStatusEnum::Valid,
+        ),
+        payload_id: Some(id),
+    });
+    assert_eq!(verifier.call(fcu_method, fork, &fcu, Some(&answer)), None);
+    let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
+    verifier
+        .call(
+            get,
+            fork,
+            &Message::PayloadId(id),
+            Some(&Message::BuiltPayload(built.clone())),
+        )
+        .expect("a verdict")
+        .verdict
+}
+
+fn failed_check(verdict: Verdict) -> Check {
+    match verdict {
+        Verdict::Failed(f) => f.check,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn built_payloads_verify_and_corrupted_bundles_are_caught() {
+    for fork in [Fork::Prague, Fork::Osaka] {
+        let (good, root, _) = consistent_built(fork);
+        assert_eq!(
+            verify_built(fork, &good, root),
+            Verdict::Ok { kzg: true },
+            "{fork}"
+        );
+        // Without the forkchoiceUpdated, the block hash cannot be checked: said so.
+        let mut alone = Verifier::new(Mode::All);
+        let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
+        let verdict = alone
+            .call(
+                get,
+                fork,
+                &Message::PayloadId(PayloadId::new([9; 8])),
+                Some(&Message::BuiltPayload(good.clone())),
+            )
+            .unwrap()
+            .verdict;
+        assert!(matches!(verdict, Verdict::Skipped(_)), "{verdict:?}");
+
+        let bundle = |b: &mut BuiltPayload| -> (Vec<alloy_primitives::FixedBytes<48>>, usize) {
+            match b {
+                BuiltPayload::V4(e) => (e.envelope_inner.blobs_bundle.commitments.clone(), 1),
+                BuiltPayload::V5(e) => (e.blobs_bundle.commitments.clone(), 128),
+                _ => unreachable!(),
+            }
+        };
+        // A wrong commitment.
+        let mut bad = good.clone();
+        match &mut bad {
+            BuiltPayload::V4(e) => {
+                e.envelope_inner.blobs_bundle.commitments[1] = Default::default()
+            }
+            BuiltPayload::V5(e) => e.blobs_bundle.commitments[1] = Default::default(),
+            _ => unreachable!(),
+        }
+        assert_eq!(
+            failed_check(verify_built(fork, &bad, root)),
+            Check::Commitments,
+            "{fork}"
+        );
+        // Two blobs swapped: the commitments still match the transactions, the proofs do not.
+        let mut bad = good.clone();
+        match &mut bad {
+            BuiltPayload::V4(e) => e.envelope_inner.blobs_bundle.blobs.swap(0, 1),
+            BuiltPayload::V5(e) => e.blobs_bundle.blobs.swap(0, 1),
+            _ => unreachable!(),
+        }
+        let (_, per_blob) = bundle(&mut bad);
+        let expected = if per_blob == 1 {
+            Check::BlobProofs
+        } else {
+            Check::CellProofs
+        };
+        assert_eq!(
+            failed_check(verify_built(fork, &bad, root)),
+            expected,
+            "{fork}"
+        );
+        // The block hash of the built payload is checked too.
+        let mut bad = good.clone();
+        match &mut bad {
+            BuiltPayload::V4(e) => {
+                e.envelope_inner
+                    .execution_payload
+                    .payload_inner
+                    .payload_inner
+                    .gas_used += 1
+            }
+            BuiltPayload::V5(e) => e.execution_payload.payload_inner.payload_inner.gas_used += 1,
+            _ => unreachable!(),
+        }
+        assert_eq!(
+            failed_check(verify_built(fork, &bad, root)),
+            Check::BlockHash,
+            "{fork}"
+        );
+    }
+}
+
+#[test]
+fn get_blobs_answers_are_checked_against_the_hashes_asked_for() {
+    let fixtures = Fixtures::load(&fixtures::testdata_dir()).unwrap();
+    let items = fixtures.blobs().unwrap();
+    let asked: Vec<B256> = items
+        .iter()
+        .map(|b| versioned_hash(&b.commitment))
+        .collect();
+    let n = items.len();
+    let run = |method_name: &str, answer: Blobs| {
+        let mut verifier = Verifier::new(Mode::All);
+        let m = method::by_name(method_name).unwrap();
+        verifier
+            .call(
+                m,
+                Fork::Osaka,
+                &Message::BlobsRequest(BlobsRequest {
+                    versioned_hashes: asked.clone(),
+                    indices: None,
+                }),
+                Some(&Message::Blobs(answer)),
+            )
+            .unwrap()
+            .verdict
+    };
+    // V1: all there; one missing (null) is fine; one answered with another blob is not.
+    let v1 = fixtures::blobs_v1_response(&items, n);
+    assert_eq!(
+        run("engine_getBlobsV1", Blobs::V1(v1.clone())),
+        Verdict::Ok { kzg: true }
+    );
+    let mut gap = v1.clone();
+    gap[2] = None;
+    assert_eq!(
+        run("engine_getBlobsV1", Blobs::V1(gap)),
+        Verdict::Ok { kzg: true }
+    );
+    let mut swapped = v1.clone();
+    swapped.swap(0, 1);
+    assert_eq!(
+        failed_check(run("engine_getBlobsV1", Blobs::V1(swapped))),
+        Check::BlobsAnswer
+    );
+    let mut wrong_proof = v1;
+    let proof = wrong_proof[1].as_ref().unwrap().proof;
+    wrong_proof[0].as_mut().unwrap().proof = proof;
+    assert_eq!(
+        failed_check(run("engine_getBlobsV1", Blobs::V1(wrong_proof))),
+        Check::BlobProofs
+    );
+    // V2: cell proofs; too few entries; proofs of another blob.
+    let v2 = fixtures::blobs_v2_response(&items, n);
+    assert_eq!(
+        run("engine_getBlobsV2", Blobs::V2(Some(v2.clone()))),
+        Verdict::Ok { kzg: true }
+    );
+    assert_eq!(
+        failed_check(run("engine_getBlobsV2", Blobs::V2(Some(v2[1..].to_vec())))),
+        Check::BlobsAnswer
+    );
+    let mut wrong = v2;
+    wrong[0].proofs = wrong[1].proofs.clone();
+    assert_eq!(
+        failed_check(run("engine_getBlobsV2", Blobs::V2(Some(wrong)))),
+        Check::CellProofs
+    );
+}
+
+#[test]
+fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
+    let fixtures = Fixtures::load(&fixtures::testdata_dir()).unwrap();
+    let items = fixtures.blobs().unwrap();
+    let asked: Vec<B256> = items
+        .iter()
+        .map(|b| versioned_hash(&b.commitment))
+        .collect();
+    let mut verifier = Verifier::new("sample".parse().unwrap());
+    let m = method::by_name("engine_getBlobsV2").unwrap();
+    let request = Message::BlobsRequest(BlobsRequest {
+        versioned_hashes: asked,
+        indices: None,
+    });
+    let answer = Message::Blobs(Blobs::V2(Some(fixtures::blobs_v2_response(
+        &items,
+        items.len(),
+    ))));
+    let kzg: Vec<bool> = (0..16)
+        .map(|_| {
+            match verifier
+                .call(m, Fork::Osaka, &request, Some(&answer))
+                .unwrap()
+                .verdict
+            {
+                Verdict::Ok { kzg } => kzg,
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(kzg.iter().filter(|k| **k).count(), 2, "{kzg:?}");
+    assert!(kzg[0] && kzg[8]);
+}
