@@ -70,24 +70,35 @@ pub(crate) struct ConvertArgs {
 
 /// Resolves the method row and the message kind a `--message` value names.
 fn resolve(args: &ConvertArgs, fork: Fork) -> Result<(&'static MethodSpec, MessageKind)> {
-    if args.message.starts_with("engine_") {
-        let m = method::by_name(&args.message)?;
+    resolve_message(&args.message, args.response, args.blobs_version, fork)
+}
+
+/// The method row and message kind of a message name or JSON-RPC method name (`response`:
+/// its result rather than its params; `blobs_version`: the /blobs/vN of a blobs message).
+pub(crate) fn resolve_message(
+    message: &str,
+    response: bool,
+    blobs_version: Option<u8>,
+    fork: Fork,
+) -> Result<(&'static MethodSpec, MessageKind)> {
+    if message.starts_with("engine_") {
+        let m = method::by_name(message)?;
         let bodiless = matches!(
             m.request,
             MessageKind::PayloadId | MessageKind::BodiesByRangeRequest
         );
-        let kind = if args.response || bodiless {
+        let kind = if response || bodiless {
             m.response
         } else {
             m.request
         };
         return Ok((m, kind));
     }
-    let kind = MessageKind::from_name(&args.message).with_context(|| {
+    let kind = MessageKind::from_name(message).with_context(|| {
         let names: Vec<_> = MessageKind::ALL.iter().map(|k| k.name()).collect();
         format!(
             "unknown message {:?} (expected a JSON-RPC method or one of {})",
-            args.message,
+            message,
             names.join(", ")
         )
     })?;
@@ -98,7 +109,7 @@ fn resolve(args: &ConvertArgs, fork: Fork) -> Result<(&'static MethodSpec, Messa
         MessageKind::BodiesByHashRequest | MessageKind::Bodies => Family::BodiesByHash,
         MessageKind::BodiesByRangeRequest => Family::BodiesByRange,
         MessageKind::BlobsRequest | MessageKind::Blobs => {
-            let name = match args.blobs_version {
+            let name = match blobs_version {
                 Some(v) => format!("engine_getBlobsV{v}"),
                 None => method::for_fork(Family::GetBlobs, fork)
                     .map(|m| m.name.to_string())
@@ -114,7 +125,7 @@ fn resolve(args: &ConvertArgs, fork: Fork) -> Result<(&'static MethodSpec, Messa
     Ok((m, kind))
 }
 
-fn guess_form(input: &[u8]) -> Form {
+pub(crate) fn guess_form(input: &[u8]) -> Form {
     let first = input.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         Some(b'[' | b'{' | b'"') => Form::Json,
@@ -188,15 +199,7 @@ fn convert(
     to: Form,
     input: &[u8],
 ) -> Result<Vec<u8>> {
-    let message = match from {
-        Form::Json => Message::from_json(m, fork, kind, input)?,
-        Form::Ssz => Message::from_ssz(m, fork, kind, input)?,
-        Form::Hex => {
-            let text: String = String::from_utf8_lossy(input).split_whitespace().collect();
-            let bytes = const_hex::decode(&text).context("input is not 0x-hex")?;
-            Message::from_ssz(m, fork, kind, &bytes)?
-        }
-    };
+    let message = decode(m, fork, kind, from, input)?;
     Ok(match to {
         Form::Json => {
             let compact = if kind == m.request {
@@ -214,6 +217,25 @@ fn convert(
             message.to_ssz(fork)?
         }
         Form::Hex => const_hex::encode_prefixed(message.to_ssz(fork)?).into_bytes(),
+    })
+}
+
+/// Decodes one message of `kind` from `input` in the form `from`.
+pub(crate) fn decode(
+    m: &'static MethodSpec,
+    fork: Fork,
+    kind: MessageKind,
+    from: Form,
+    input: &[u8],
+) -> Result<Message> {
+    Ok(match from {
+        Form::Json => Message::from_json(m, fork, kind, input)?,
+        Form::Ssz => Message::from_ssz(m, fork, kind, input)?,
+        Form::Hex => {
+            let text: String = String::from_utf8_lossy(input).split_whitespace().collect();
+            let bytes = const_hex::decode(&text).context("input is not 0x-hex")?;
+            Message::from_ssz(m, fork, kind, &bytes)?
+        }
     })
 }
 

@@ -9,6 +9,7 @@ mod convert;
 mod devnet;
 mod drive;
 mod proxy;
+mod verify;
 
 // Large Engine API messages (10-20 MB) are built and dropped on every call; mimalloc reuses
 // those buffers where glibc maps and faults them in anew (docs/benchmarks.md: SSZ encode of a
@@ -33,7 +34,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(
-    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: report, verify, bench codec/compress."
+    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: report, bench codec/compress."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -54,6 +55,8 @@ enum Command {
     Demo(devnet::DemoArgs),
     /// Benchmarks that need a running proxy (`bench proxy`).
     Bench(bench::BenchArgs),
+    /// Verify saved messages: block hash, transactions, blobs and KZG proofs.
+    Verify(verify::VerifyArgs),
     /// Print the JSON-RPC ⇄ REST-SSZ method table.
     Methods,
 }
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Devnet(args) => devnet::run(args),
         Command::Demo(args) => devnet::demo(args),
         Command::Bench(args) => bench::run(args),
+        Command::Verify(args) => verify::run(args),
         Command::Methods => convert::print_methods(),
     };
     match result {

@@ -96,6 +96,24 @@ pub(crate) struct ProxyArgs {
     )]
     queue: usize,
 
+    /// Verify what crosses the link, off the forward path: off, sample (block hash,
+    /// transactions, limits and versioned hashes of every payload; KZG proofs of one call with
+    /// blobs in 8) or all. Verdicts go to the records (verdict, verify_check, verify_detail),
+    /// the metrics (sszgate_verify_total) and the log.
+    #[arg(
+        long,
+        env = "SSZGATE_VERIFY",
+        default_value = "sample",
+        help_heading = "Verification"
+    )]
+    verify: sszgate_verify::Mode,
+
+    /// A testing aid: answer a newPayload whose payload fails verification with an error
+    /// (JSON-RPC -32602 or a 422 problem) instead of relaying it. Decodes every newPayload on
+    /// the forward path.
+    #[arg(long, env = "SSZGATE_VERIFY_ENFORCE", help_heading = "Verification")]
+    verify_enforce: bool,
+
     /// Address of /metrics (Prometheus) and /_sszgate/status; loopback by default.
     #[arg(
         long,
@@ -166,11 +184,12 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         bail!("--queue must be at least 1");
     }
     let sink_names: Vec<String> = sinks.iter().map(Sink::name).collect();
-    let recorder = Arc::new(Recorder::start(
+    let recorder = Arc::new(Recorder::start_verifying(
         sinks,
         "proxy",
         args.labels.clone(),
         args.queue,
+        args.verify,
     ));
     let cl_label = args
         .labels
@@ -204,6 +223,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
             sszgate_gateway::TransportChoice::fixed(upstream_transport)
         },
         jwt: secret.clone(),
+        verify_enforce: args.verify_enforce,
     });
 
     let listener = TcpListener::bind(args.listen)

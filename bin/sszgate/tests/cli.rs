@@ -298,3 +298,56 @@ fn proxy_relays_records_and_drains_on_sigterm() {
     assert_eq!(count, 3);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn verify_passes_a_real_payload_and_names_the_failed_check_of_a_corrupted_one() {
+    use sszgate_engine::{Message, message::NewPayload};
+    use sszgate_fixtures::{Fixtures, testdata_dir};
+    let dir = tempfile::tempdir().unwrap();
+    let np = Fixtures::load(&testdata_dir())
+        .unwrap()
+        .blocks
+        .iter()
+        .rev()
+        .map(|b| b.new_payload().unwrap())
+        .find(|np| matches!(np, NewPayload::Prague(..)))
+        .expect("an electra block in testdata");
+    let mut files = Vec::new();
+    for (name, corrupt) in [("good.json", false), ("bad.json", true)] {
+        let mut np = np.clone();
+        if corrupt && let NewPayload::Prague(p, ..) = &mut np {
+            p.payload_inner.withdrawals.reverse();
+        }
+        let params = Message::NewPayload(np).to_json_params().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"engine_newPayloadV4","params":{}}}"#,
+                String::from_utf8(params).unwrap()
+            ),
+        )
+        .unwrap();
+        files.push(path.display().to_string());
+    }
+    let out = sszgate(&["verify", &files[0]], b"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("good.json: ok (block hash"), "{stdout}");
+    let out = sszgate(&["verify", &files[0], &files[1]], b"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout.contains("bad.json: FAILED block-hash: payload.blockHash is"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of the files failed verification"));
+    // A file that is not a request needs --message, and says so.
+    let out = sszgate(&["verify", "Cargo.toml"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--message"));
+}

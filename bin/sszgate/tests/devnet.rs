@@ -50,6 +50,9 @@ enum Way {
     Bridge,
 }
 
+/// (method, verdict, verify_check, verify_detail) of a proxy record.
+type Verdict = (String, Option<String>, Option<String>, Option<String>);
+
 /// (method, block number, blob count, status) of a record, in call order.
 type Row = (String, Option<i64>, Option<i64>, i64);
 
@@ -124,7 +127,30 @@ async fn drive_one_way(
     drop(devnet); // the proxy drains its records on SIGTERM
     let driver_rows = rows(&driver_db, "");
     let proxy_rows = match &state.records {
-        Some(db) => rows(db, &format!("WHERE cl_client = '{CLIENT_VERSION}'")),
+        Some(db) => {
+            // The devnet's proxy verifies everything: every payload and blob answer passes.
+            let conn = rusqlite::Connection::open(db).unwrap();
+            let verdicts: Vec<Verdict> = conn
+                .prepare("SELECT method, verdict, verify_check, verify_detail FROM calls WHERE method NOT LIKE 'engine_forkchoice%' AND method LIKE 'engine_%' ORDER BY seq")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .filter(|r| r.0 != "engine_getClientVersionV1" && r.0 != "engine_exchangeCapabilities")
+                .collect();
+            assert_eq!(verdicts.len(), blocks * 3, "{way:?}: {verdicts:?}");
+            for (method, verdict, check, detail) in &verdicts {
+                assert_eq!(
+                    verdict.as_deref(),
+                    Some("ok"),
+                    "{way:?} {method}: {detail:?}"
+                );
+                if method != "engine_newPayloadV4" {
+                    assert_eq!(check.as_deref(), Some("kzg"), "{way:?} {method}");
+                }
+            }
+            rows(db, &format!("WHERE cl_client = '{CLIENT_VERSION}'"))
+        }
         None => Vec::new(),
     };
     (reports, driver_rows, proxy_rows)

@@ -469,7 +469,9 @@ impl Devnet {
                 .arg(&jwt_secret)
                 .arg("--store")
                 .arg(format!("sqlite:{}", records.display()))
-                .args(["--label", &format!("devnet={}", dir.display())]);
+                .args(["--label", &format!("devnet={}", dir.display())])
+                // A devnet exists to catch bugs: every call is verified, proofs included.
+                .args(["--verify", "all"]);
             let proxy = spawn(c, &proxy_log)?;
             devnet.state.proxy_pid = Some(proxy.id());
             devnet.state.proxy_url = Some(format!("http://127.0.0.1:{listen}"));

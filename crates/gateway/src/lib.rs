@@ -21,6 +21,7 @@
 mod bridge;
 mod classify;
 mod control;
+mod enforce;
 mod jwt;
 mod proxy;
 mod tap;

@@ -41,6 +41,9 @@ pub struct ProxyConfig {
     pub upstream_transport: crate::TransportChoice,
     /// The JWT secret: signs the gateway's own upstream calls, verifies the CL's bridged calls.
     pub jwt: Option<crate::JwtSecret>,
+    /// `--verify-enforce`: refuse a newPayload whose payload fails verification (a testing
+    /// aid; the one case where the forward path decodes a body).
+    pub verify_enforce: bool,
 }
 
 /// Headers that describe one hop and are not forwarded (RFC 9110 § 7.6.1), plus `host`, which
@@ -219,6 +222,19 @@ async fn handle(
     match &class {
         Class::JsonRpc { method } => capture.method = method.clone(),
         Class::Rest(route) => capture.route = Some(route.clone()),
+    }
+
+    if config.verify_enforce
+        && let Some(refusal) = crate::enforce::check(&class, &parts.headers, &body)
+    {
+        return Ok(refuse(
+            refusal,
+            json_rpc_path,
+            capture,
+            arrived,
+            &recorder,
+            ErrorSide::Gateway,
+        ));
     }
 
     // The bridge, when the two sides speak different transports: the call is answered here.

@@ -18,6 +18,7 @@ pub mod metrics;
 mod record;
 mod recorder;
 pub mod sink;
+mod verify;
 
 pub use record::{Capture, ErrorSide, Facts, Record, Transport};
 pub use recorder::{Recorder, RecorderStats};

@@ -32,6 +32,17 @@ pub struct StatusLabels {
     pub status: String,
 }
 
+/// Labels of verification verdicts.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerifyLabels {
+    /// JSON-RPC method.
+    pub method: String,
+    /// `ok`, `failed` or `skipped`.
+    pub verdict: String,
+    /// The failed check, `kzg` for an ok verdict with proofs, empty otherwise.
+    pub check: String,
+}
+
 /// The metrics of one recorder.
 pub struct Metrics {
     registry: Registry,
@@ -41,6 +52,7 @@ pub struct Metrics {
     overhead: Family<CallLabels, Histogram>,
     request_bytes: Family<CallLabels, Histogram>,
     response_bytes: Family<CallLabels, Histogram>,
+    verdicts: Family<VerifyLabels, Counter>,
     /// Records dropped because the queue was full.
     pub dropped: Counter,
     /// Records waiting in the queue.
@@ -81,8 +93,14 @@ impl Metrics {
         let response_bytes = Family::<CallLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(bytes_buckets())
         });
+        let verdicts = Family::<VerifyLabels, Counter>::default();
         let dropped = Counter::default();
         let queue_depth = Gauge::default();
+        registry.register(
+            "verify",
+            "Verification verdicts (--verify): ok, failed (with the check) or skipped",
+            verdicts.clone(),
+        );
         registry.register("calls", "Engine API calls relayed", calls.clone());
         registry.register(
             "errors",
@@ -123,6 +141,7 @@ impl Metrics {
             overhead,
             request_bytes,
             response_bytes,
+            verdicts,
             dropped,
             queue_depth,
         }
@@ -156,6 +175,15 @@ impl Metrics {
         self.response_bytes
             .get_or_create(&labels)
             .observe(r.response_bytes as f64);
+        if let Some(verdict) = &r.facts.verdict {
+            self.verdicts
+                .get_or_create(&VerifyLabels {
+                    method: labels.method.clone(),
+                    verdict: verdict.clone(),
+                    check: r.facts.verify_check.clone().unwrap_or_default(),
+                })
+                .inc();
+        }
     }
 
     /// The Prometheus text exposition of every metric.

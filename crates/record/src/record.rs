@@ -144,6 +144,14 @@ pub struct Facts {
     pub blobs_returned: Option<u64>,
     /// getBlobs: indices of the missing blobs, comma separated.
     pub blobs_missing: Option<String>,
+    /// Verification: `ok`, `failed` or `skipped` (none: not verified, or nothing to verify).
+    pub verdict: Option<String>,
+    /// Verification: the check that failed, or `kzg` when an ok verdict included the proofs.
+    pub verify_check: Option<String>,
+    /// Verification: what the failed check found, or why it was skipped.
+    pub verify_detail: Option<String>,
+    /// Verification: time spent, µs (on the recorder's thread, never the call's).
+    pub verify_us: Option<u64>,
 }
 
 /// One stored record: the capture's classification and timings with the facts.

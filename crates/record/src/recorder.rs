@@ -71,6 +71,18 @@ impl Recorder {
         labels: Vec<(String, String)>,
         capacity: usize,
     ) -> Recorder {
+        Recorder::start_verifying(sinks, source, labels, capacity, sszgate_verify::Mode::Off)
+    }
+
+    /// As [`Recorder::start`], with every finished call verified in `verify` mode on the
+    /// worker's thread (a verdict per call in the records and the metrics).
+    pub fn start_verifying(
+        sinks: Vec<Sink>,
+        source: &'static str,
+        labels: Vec<(String, String)>,
+        capacity: usize,
+        verify: sszgate_verify::Mode,
+    ) -> Recorder {
         let (sender, receiver) = sync_channel(capacity.max(1));
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(Metrics::new());
@@ -84,6 +96,8 @@ impl Recorder {
         let body_bytes = sinks.iter().map(Sink::body_bytes).max().unwrap_or(0);
         let worker = Worker {
             receiver,
+            verifier: (verify != sszgate_verify::Mode::Off)
+                .then(|| sszgate_verify::Verifier::new(verify)),
             sinks,
             body_bytes,
             scratch: Vec::new(),
@@ -167,6 +181,8 @@ type Call<'a> = (Option<String>, Facts, &'a [u8], &'a [u8]);
 
 struct Worker {
     receiver: Receiver<Capture>,
+    /// Checks of what crossed the link, when asked for.
+    verifier: Option<sszgate_verify::Verifier>,
     sinks: Vec<Sink>,
     /// Bytes of each body to keep with a record (the largest any sink wants).
     body_bytes: usize,
@@ -309,9 +325,21 @@ impl Worker {
         };
         let el_client = self.el_client.read().expect("el client lock").clone();
         let upstream = c.upstream_ttlb_us;
-        let body = |b: &[u8]| (self.body_bytes > 0).then(|| record::body_text(b, self.body_bytes));
+        let body_bytes = self.body_bytes;
+        let body = |b: &[u8]| (body_bytes > 0).then(|| record::body_text(b, body_bytes));
         let mut records = Vec::with_capacity(per_call.len());
+        let fork = c.fork.as_deref().and_then(|f| f.parse::<Fork>().ok());
         for (method, mut facts, req, resp) in per_call {
+            if let Some(verifier) = &mut self.verifier {
+                let shape = crate::verify::CallShape {
+                    transport,
+                    method: method.as_deref().or(c.method.as_deref()),
+                    route: c.route.as_ref(),
+                    fork,
+                    status: c.status,
+                };
+                crate::verify::verify(verifier, &shape, req, resp, &mut facts);
+            }
             if facts.error_message.is_none() {
                 facts.error_message = c.error_message.clone();
             }

@@ -6,6 +6,7 @@ mod fake_el;
 mod faults;
 mod geth;
 mod relay;
+mod verify;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
@@ -98,16 +99,58 @@ impl Proxy {
         upstream_transport: sszgate_gateway::TransportChoice,
         jwt: Option<sszgate_gateway::JwtSecret>,
     ) -> Proxy {
+        Self::start_configured(
+            upstream,
+            timeout,
+            max_body,
+            upstream_transport,
+            jwt,
+            sszgate_verify::Mode::Off,
+            false,
+        )
+        .await
+    }
+
+    /// A relaying proxy that verifies every call (`verify`), refusing bad payloads when
+    /// `verify_enforce`.
+    pub(crate) async fn start_verifying(
+        upstream: &str,
+        verify: sszgate_verify::Mode,
+        verify_enforce: bool,
+    ) -> Proxy {
+        Self::start_configured(
+            upstream,
+            Duration::from_secs(5),
+            64 << 20,
+            sszgate_gateway::TransportChoice::fixed(sszgate_gateway::UpstreamTransport::Relay),
+            None,
+            verify,
+            verify_enforce,
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn start_configured(
+        upstream: &str,
+        timeout: Duration,
+        max_body: usize,
+        upstream_transport: sszgate_gateway::TransportChoice,
+        jwt: Option<sszgate_gateway::JwtSecret>,
+        verify: sszgate_verify::Mode,
+        verify_enforce: bool,
+    ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("calls.db");
         let sink = Sink::open(&SinkSpec::Sqlite(db.display().to_string()))
             .unwrap()
             .unwrap();
-        let recorder = Arc::new(Recorder::start(
+        let recorder = Arc::new(Recorder::start_verifying(
             vec![sink],
             "proxy",
             vec![("node".into(), "test-1".into())],
             1024,
+            verify,
         ));
         let config = Arc::new(ProxyConfig {
             upstream: Upstream::new(upstream, timeout, false).unwrap(),
@@ -115,6 +158,7 @@ impl Proxy {
             cl_label: None,
             upstream_transport,
             jwt,
+            verify_enforce,
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let control = TcpListener::bind("127.0.0.1:0").await.unwrap();
