@@ -3,13 +3,16 @@
 //! getBlobs answer checks with real blobs (commitments recomputed, blob proofs for V1, cell
 //! proofs for V2), interleaved.
 //!
-//! `cargo bench -p sszgate-bench --bench verify [-- --rounds 30]`
+//! `cargo bench -p sszgate-bench --bench verify [-- --rounds 30 --blob-rounds 5]`
 //! Data: `$SSZGATE_DATA`, else ../shared/data/mainnet, else testdata/.
 
 use std::hint::black_box;
 
 use sszgate_bench::harness::{Variant, interleave, machine, markdown_table};
-use sszgate_engine::message::{Blobs, NewPayload};
+use sszgate_engine::{
+    Fork,
+    message::{Blobs, NewPayload},
+};
 use sszgate_fixtures::{self as fixtures, Fixtures, versioned_hash};
 use sszgate_verify::{blobs, payload};
 
@@ -25,6 +28,9 @@ fn arg(name: &str) -> Option<String> {
 
 fn main() {
     let rounds: usize = arg("--rounds").map_or(30, |r| r.parse().expect("--rounds takes a number"));
+    // A KZG round over every blob takes seconds: fewer of them.
+    let blob_rounds: usize =
+        arg("--blob-rounds").map_or(5, |r| r.parse().expect("--blob-rounds takes a number"));
     let dir = fixtures::data_dir();
     let fixtures = Fixtures::load(&dir).expect("fixtures load");
     let items = fixtures.blobs().expect("blobs load");
@@ -32,7 +38,7 @@ fn main() {
     println!("## Verification cost\n");
     println!("Machine: {}", machine());
     println!(
-        "Data: {} real blocks and {} real blobs of {}; {rounds} interleaved rounds after 2 warm-up runs.\n",
+        "Data: {} real blocks and {} real blobs of {}; {rounds} interleaved rounds after 2 warm-up runs for payloads, {blob_rounds} after 1 for blobs.\n",
         fixtures.blocks.len(),
         items.len(),
         dir.display()
@@ -41,9 +47,16 @@ fn main() {
     // The three largest real payloads: the block-hash check (which decodes every transaction).
     let mut blocks: Vec<_> = fixtures.blocks.iter().collect();
     blocks.sort_by_key(|b| std::cmp::Reverse(b.payload_ssz.len()));
+    // And the largest of the current forks, what mainnet carries today.
+    let recent = [Fork::Cancun, Fork::Prague]
+        .map(|fork| fixtures.largest_block(fork))
+        .into_iter()
+        .flatten();
     let payloads: Vec<(String, NewPayload)> = blocks
         .iter()
+        .copied()
         .take(3)
+        .chain(recent)
         .map(|b| {
             let np = b.new_payload().expect("payload");
             (
@@ -100,5 +113,8 @@ fn main() {
         ),
     ];
     println!("### Blobs ({n} real blobs; divide by {n} for the cost per blob)\n");
-    println!("{}", markdown_table(&interleave(&mut variants, 2, rounds)));
+    println!(
+        "{}",
+        markdown_table(&interleave(&mut variants, 1, blob_rounds))
+    );
 }
