@@ -10,6 +10,11 @@
 //!    away) the tap hands one capture to the recorder's bounded queue with `try_send`.
 //! 3. One pooled upstream client for every call; no per-call client.
 //!
+//! Two opt-in exceptions to rule 1, where parsing is the point: the bridge (`bridge`, when
+//! the two sides speak different transports) and `--verify-enforce` (`enforce`, which decodes
+//! newPayload requests to refuse a bad payload before the EL sees it). Verification itself
+//! (`--verify`) runs on the recorder's thread.
+//!
 //! Call lifecycle: accept → classify → forward (pooled client) → respond (streamed through the
 //! tap) → record (once, failures included). Errors the gateway answers itself (bad envelope,
 //! body too large, unknown path, upstream refused or timed out) are shaped for the caller's
