@@ -1,5 +1,6 @@
-//! `sszgate bench`: the benchmarks that need a running proxy. (The codec benchmark is
-//! `cargo bench -p sszgate-bench --bench codec`.)
+//! `sszgate bench`: the proxy benchmark (it needs processes and sockets), and the codec and
+//! compression studies on real data, each with one command, writing Markdown, CSV and charts.
+//! (The micro-benchmarks against alloy's own codecs are `cargo bench -p sszgate-bench`.)
 
 use std::path::PathBuf;
 
@@ -18,6 +19,34 @@ enum BenchCommand {
     /// What the proxy adds to a call: a fake EL serving real-data answers, called directly and
     /// through `sszgate proxy` (a child process), interleaved.
     Proxy(ProxyBenchArgs),
+    /// The codec study: every Engine API message on real data, JSON and SSZ, six operations.
+    Codec(StudyArgs),
+    /// The compression study: snappy (block, framed), zstd 1 and 3, gzip on real blocks and
+    /// Engine API messages, by size range.
+    Compress(StudyArgs),
+}
+
+#[derive(Debug, Args)]
+struct StudyArgs {
+    /// Directory of real mainnet blocks and blob transactions; default: SSZGATE_DATA,
+    /// ../shared/data/mainnet next to the repository, or the repository's testdata/.
+    #[arg(long, env = "SSZGATE_DATA")]
+    data: Option<PathBuf>,
+    /// Blob counts of the messages with blobs.
+    #[arg(long, value_delimiter = ',', default_value = "0,6,24,48,72")]
+    blobs: Vec<usize>,
+    /// Where the report goes: <study>.md, <study>.csv and the charts (SVG).
+    #[arg(long, default_value = "sszgate-bench")]
+    out: PathBuf,
+    /// Megabytes of message through each operation (rounds = this / message size).
+    #[arg(long)]
+    budget_mb: Option<usize>,
+    /// Fewest rounds per message.
+    #[arg(long, default_value_t = 15)]
+    min_rounds: usize,
+    /// Most rounds per message.
+    #[arg(long, default_value_t = 300)]
+    max_rounds: usize,
 }
 
 #[derive(Debug, Args)]
@@ -51,7 +80,11 @@ struct ProxyBenchArgs {
 }
 
 pub(crate) fn run(args: BenchArgs) -> Result<()> {
-    let BenchCommand::Proxy(args) = args.what;
+    let args = match args.what {
+        BenchCommand::Proxy(args) => args,
+        BenchCommand::Codec(args) => return study(Study::Codec, args),
+        BenchCommand::Compress(args) => return study(Study::Compress, args),
+    };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,
         Some(path) => Some(PathBuf::from(path)),
@@ -87,5 +120,121 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     if let Some(out) = args.out {
         std::fs::write(&out, &text).with_context(|| format!("writing {}", out.display()))?;
     }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Study {
+    Codec,
+    Compress,
+}
+
+/// A progress bar on a terminal, a line per tenth otherwise.
+fn progress(what: &'static str) -> impl FnMut(usize, usize, &str) {
+    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    });
+    let mut last_tenth = usize::MAX;
+    move |done, total, item| match &bar {
+        Some(bar) => {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(item.to_string());
+            if done == total {
+                bar.finish_and_clear();
+            }
+        }
+        None => {
+            let tenth = done * 10 / total.max(1);
+            if tenth != last_tenth {
+                last_tenth = tenth;
+                eprintln!("sszgate bench {what}: {done}/{total} {item}");
+            }
+        }
+    }
+}
+
+fn study(which: Study, args: StudyArgs) -> Result<()> {
+    let data = args.data.unwrap_or_else(sszgate_fixtures::data_dir);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let name = match which {
+        Study::Codec => "codec",
+        Study::Compress => "compress",
+    };
+    let started = std::time::Instant::now();
+    // alloy's blob type is a 128 KiB array moved by value; give the codecs room.
+    let out = args.out.clone();
+    let data_shown = data.display().to_string();
+    let (markdown, charts, rows) = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || -> Result<(String, Vec<String>, usize)> {
+            let csv = out.join(format!("{name}.csv"));
+            match which {
+                Study::Codec => {
+                    let options = sszgate_bench::codec::CodecOptions {
+                        blobs: args.blobs,
+                        budget_bytes: args.budget_mb.unwrap_or(400) << 20,
+                        min_rounds: args.min_rounds,
+                        max_rounds: args.max_rounds,
+                    };
+                    let rows = sszgate_bench::codec::run(&data, &options, &mut progress("codec"))
+                        .with_context(|| format!("reading {}", data.display()))?;
+                    sszgate_bench::report::write_csv(&csv, &rows)?;
+                    let charts = sszgate_bench::report::codec_charts(&out, &rows)?;
+                    Ok((
+                        sszgate_bench::report::codec_markdown(&rows),
+                        charts,
+                        rows.len(),
+                    ))
+                }
+                Study::Compress => {
+                    let items = sszgate_bench::compress::items(&data, &args.blobs)
+                        .with_context(|| format!("reading {}", data.display()))?;
+                    let rows = sszgate_bench::compress::run(
+                        &items,
+                        args.budget_mb.unwrap_or(64) << 20,
+                        args.min_rounds.min(15),
+                        args.max_rounds,
+                        &mut progress("compress"),
+                    );
+                    sszgate_bench::report::write_csv(&csv, &rows)?;
+                    let charts = sszgate_bench::report::compress_charts(&out, &rows)?;
+                    Ok((
+                        sszgate_bench::report::compress_markdown(&rows),
+                        charts,
+                        rows.len(),
+                    ))
+                }
+            }
+        })
+        .context("starting the study thread")?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the study thread panicked"))??;
+    let text = format!(
+        "## sszgate bench {name}\n\nMachine: {}\nData: {}\nTook {:.0} s; {rows} measurements in {name}.csv; charts: {}\n\n{markdown}",
+        sszgate_bench::harness::machine(),
+        data_shown,
+        started.elapsed().as_secs_f64(),
+        charts
+            .iter()
+            .map(|c| c.rsplit('/').next().unwrap_or(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let md = args.out.join(format!("{name}.md"));
+    std::fs::write(&md, &text).with_context(|| format!("writing {}", md.display()))?;
+    println!("{text}");
+    eprintln!(
+        "sszgate bench {name}: wrote {} and the CSV and charts next to it",
+        md.display()
+    );
     Ok(())
 }

@@ -3,8 +3,14 @@
 //! - [`harness`]: an interleaving measurement harness (medians and spread, side by side).
 //! - [`proxy`]: the proxy benchmark (a fake EL serving real-data answers, called directly and
 //!   through the relay, interleaved).
+//! - [`codec`]: the codec study (`sszgate bench codec`): every message, six operations.
+//! - [`compress`]: the compression study (`sszgate bench compress`): five codecs, real data.
+//! - [`report`]: their Markdown tables, CSV and SVG charts.
 //!
 //! The codec benchmark is `benches/codec.rs`. Messages come from `sszgate-fixtures`.
 
+pub mod codec;
+pub mod compress;
 pub mod harness;
 pub mod proxy;
+pub mod report;
