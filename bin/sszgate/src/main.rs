@@ -34,7 +34,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(
-    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: report, bench codec/compress."
+    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: report, and a ClickHouse store."
 )]
 struct Cli {
     #[command(subcommand)]
