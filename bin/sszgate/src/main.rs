@@ -9,6 +9,7 @@ mod convert;
 mod devnet;
 mod drive;
 mod proxy;
+mod report;
 mod verify;
 
 // Large Engine API messages (10-20 MB) are built and dropped on every call; mimalloc reuses
@@ -34,7 +35,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(
-    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: report, and a ClickHouse store."
+    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: a ClickHouse store."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -55,6 +56,8 @@ enum Command {
     Demo(devnet::DemoArgs),
     /// Benchmarks that need a running proxy (`bench proxy`).
     Bench(bench::BenchArgs),
+    /// Report on recorded calls: latency, overhead by EL and blob count, bridge, verdicts.
+    Report(report::ReportArgs),
     /// Verify saved messages: block hash, transactions, blobs and KZG proofs.
     Verify(verify::VerifyArgs),
     /// Print the JSON-RPC ⇄ REST-SSZ method table.
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Devnet(args) => devnet::run(args),
         Command::Demo(args) => devnet::demo(args),
         Command::Bench(args) => bench::run(args),
+        Command::Report(args) => report::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Methods => convert::print_methods(),
     };
