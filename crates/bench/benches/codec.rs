@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use alloy_rpc_types_engine::{ExecutionPayloadEnvelopeV5, ssz_engine_types as wire};
 use ssz::{Decode, Encode};
-use sszgate_bench::harness::{Variant, interleave, machine, markdown_table};
+use sszgate_bench::harness::{Variant, flag, interleave, machine, markdown_table};
 use sszgate_engine::{Fork, Message, MessageKind, Resource, message::BuiltPayload, method};
 use sszgate_fixtures::{self as fixtures, Fixtures, built_payload};
 
@@ -19,21 +19,14 @@ use sszgate_fixtures::{self as fixtures, Fixtures, built_payload};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
 fn main() {
-    let blob_counts: Vec<usize> = arg("--blobs")
+    let blob_counts: Vec<usize> = flag("--blobs")
         .unwrap_or_else(|| "0,6,24,72".into())
         .split(',')
         .map(|n| n.trim().parse().expect("--blobs takes numbers"))
         .collect();
     let rounds: usize =
-        arg("--rounds").map_or(150, |r| r.parse().expect("--rounds takes a number"));
+        flag("--rounds").map_or(150, |r| r.parse().expect("--rounds takes a number"));
     let dir = fixtures::data_dir();
     let fixtures = Fixtures::load(&dir).expect("fixtures load");
     let blobs = fixtures.blobs().expect("blobs load");

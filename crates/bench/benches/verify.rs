@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use sszgate_bench::harness::{Variant, interleave, machine, markdown_table};
+use sszgate_bench::harness::{Variant, flag, interleave, machine, markdown_table};
 use sszgate_engine::{
     Fork,
     message::{Blobs, NewPayload},
@@ -19,18 +19,12 @@ use sszgate_verify::{blobs, payload};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
 fn main() {
-    let rounds: usize = arg("--rounds").map_or(30, |r| r.parse().expect("--rounds takes a number"));
+    let rounds: usize =
+        flag("--rounds").map_or(30, |r| r.parse().expect("--rounds takes a number"));
     // A KZG round over every blob takes seconds: fewer of them.
     let blob_rounds: usize =
-        arg("--blob-rounds").map_or(5, |r| r.parse().expect("--blob-rounds takes a number"));
+        flag("--blob-rounds").map_or(5, |r| r.parse().expect("--blob-rounds takes a number"));
     let dir = fixtures::data_dir();
     let fixtures = Fixtures::load(&dir).expect("fixtures load");
     let items = fixtures.blobs().expect("blobs load");

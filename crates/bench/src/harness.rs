@@ -60,6 +60,14 @@ impl Summary {
     }
 }
 
+/// The value after `--name` on the command line of a bench binary, if given.
+pub fn flag(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
 /// Runs every variant `warmup` times, then `rounds` rounds of one sample each, rotating the
 /// order of the variants every round.
 pub fn interleave(variants: &mut [Variant<'_>], warmup: usize, rounds: usize) -> Vec<Summary> {

@@ -308,74 +308,33 @@ fn chart_error(path: &Path) -> impl Fn(String) -> ReportError + '_ {
     }
 }
 
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
+use sszgate_report::PALETTE;
 
-/// A scatter chart with lines: x = size in MB, y = time in ms, one series per name.
+/// A chart with lines and markers: x = size in MB, y = time in ms, one series per name (the
+/// report crate's chart, written to `path`).
 fn size_time_chart(
     path: &Path,
     title: &str,
     series: &BTreeMap<String, Vec<(f64, f64)>>,
 ) -> Result<(), ReportError> {
-    let fail = chart_error(path);
-    let max_x = series
-        .values()
-        .flatten()
-        .map(|p| p.0)
-        .fold(0.0, f64::max)
-        .max(1e-3)
-        * 1.05;
-    let max_y = series
-        .values()
-        .flatten()
-        .map(|p| p.1)
-        .fold(0.0, f64::max)
-        .max(1e-3)
-        * 1.1;
-    let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..max_x, 0f64..max_y)
-        .map_err(|e| fail(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_desc("message size, MB")
-        .y_desc("time, ms (median)")
-        .draw()
-        .map_err(|e| fail(e.to_string()))?;
-    for (i, (name, points)) in series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let mut points = points.clone();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| fail(e.to_string()))?
-            .label(name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-            .map_err(|e| fail(e.to_string()))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| fail(e.to_string()))?;
-    root.present().map_err(|e| fail(e.to_string()))
+    let chart = sszgate_report::Chart::Lines {
+        title: title.to_string(),
+        series: series
+            .iter()
+            .map(|(name, points)| {
+                let mut points = points.clone();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                (name.clone(), points)
+            })
+            .collect(),
+        x_label: "message size, MB".into(),
+        y_label: "time, ms (median)".into(),
+    };
+    let svg = chart.svg().map_err(chart_error(path))?;
+    std::fs::write(path, svg).map_err(|source| ReportError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The codec charts: time against size for each operation, JSON and SSZ, over the blob-carrying

@@ -30,7 +30,8 @@ pub enum Chart {
     },
 }
 
-const PALETTE: [RGBColor; 6] = [
+/// The series colours of every sszgate chart, in order.
+pub const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),

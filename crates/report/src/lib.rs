@@ -14,7 +14,7 @@ mod chart;
 
 use std::collections::BTreeMap;
 
-pub use chart::Chart;
+pub use chart::{Chart, PALETTE};
 
 /// Errors reading records.
 #[derive(Debug, thiserror::Error)]
