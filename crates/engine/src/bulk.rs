@@ -657,6 +657,179 @@ pub(crate) fn built_payload_from_json(
     })
 }
 
+/// A cursor over a JSON document of a known, fixed shape (getBlobs answers): every method
+/// returns `None` at the first byte that is not what the shape allows, and the caller then
+/// takes the general serde path — so this path can only be faster, never different.
+struct Cursor<'a> {
+    doc: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn ws(&mut self) {
+        while self.doc.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    /// Consumes `token` (after whitespace).
+    fn eat(&mut self, token: &[u8]) -> Option<()> {
+        self.ws();
+        self.doc[self.at..]
+            .starts_with(token)
+            .then(|| self.at += token.len())
+    }
+
+    /// Whether `token` comes next (after whitespace), consuming it if so.
+    fn next_is(&mut self, token: &[u8]) -> bool {
+        self.eat(token).is_some()
+    }
+
+    /// A `"0x…"` string of exactly `out.len()` bytes, decoded into `out`.
+    fn hex(&mut self, out: &mut [u8]) -> Option<()> {
+        self.eat(b"\"0x")?;
+        let end = self.at + 2 * out.len();
+        if self.doc.get(end) != Some(&b'"') {
+            return None;
+        }
+        const_hex::decode_to_slice(&self.doc[self.at..end], out).ok()?;
+        self.at = end + 1;
+        Some(())
+    }
+
+    /// An object key: `"name":`.
+    fn key(&mut self) -> Option<&'a [u8]> {
+        self.eat(b"\"")?;
+        let start = self.at;
+        let len = memchr::memchr(b'"', &self.doc[start..])?;
+        self.at = start + len + 1;
+        self.eat(b":")?;
+        Some(&self.doc[start..start + len])
+    }
+
+    /// `[` item (`,` item)* `]`, calling `item` for each; an empty list is allowed.
+    fn list(&mut self, mut item: impl FnMut(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
+        self.eat(b"[")?;
+        if self.next_is(b"]") {
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            if self.next_is(b"]") {
+                return Some(());
+            }
+            self.eat(b",")?;
+        }
+    }
+
+    fn end(&mut self) -> Option<()> {
+        self.ws();
+        (self.at == self.doc.len()).then_some(())
+    }
+}
+
+/// One getBlobs entry: `{"blob": …, "proof": …}` (V1) or `{"blob": …, "proofs": […]}`
+/// (V2/V3), keys in any order, each exactly once.
+fn blob_entry(c: &mut Cursor<'_>, cell_proofs: bool) -> Option<(Blob, Vec<Bytes48>)> {
+    c.eat(b"{")?;
+    let (mut blob, mut proofs) = (None::<Blob>, None::<Vec<Bytes48>>);
+    loop {
+        match c.key()? {
+            b"blob" if blob.is_none() => {
+                let mut b = Blob::ZERO;
+                c.hex(b.as_mut_slice())?;
+                blob = Some(b);
+            }
+            b"proof" if !cell_proofs && proofs.is_none() => {
+                let mut p = Bytes48::ZERO;
+                c.hex(p.as_mut_slice())?;
+                proofs = Some(vec![p]);
+            }
+            b"proofs" if cell_proofs && proofs.is_none() => {
+                let mut list = Vec::with_capacity(schema::CELLS_PER_EXT_BLOB);
+                c.list(|c| {
+                    let mut p = Bytes48::ZERO;
+                    c.hex(p.as_mut_slice())?;
+                    list.push(p);
+                    Some(())
+                })?;
+                proofs = Some(list);
+            }
+            _ => return None,
+        }
+        if c.next_is(b"}") {
+            break;
+        }
+        c.eat(b",")?;
+    }
+    Some((blob?, proofs?))
+}
+
+/// Decodes a getBlobsV1/V2/V3 result at fixed width (blobs and proofs straight from hex);
+/// `None` means "use serde" (another shape, a V4 answer, or anything unexpected).
+pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
+    let mut c = Cursor { doc, at: 0 };
+    if version != 1 && c.next_is(b"null") {
+        c.end()?;
+        return match version {
+            2 => Some(Blobs::V2(None)),
+            3 => Some(Blobs::V3(None)),
+            _ => None,
+        };
+    }
+    let cell_proofs = match version {
+        1 => false,
+        2 | 3 => true,
+        _ => return None,
+    };
+    let mut entries: Vec<Option<(Blob, Vec<Bytes48>)>> = Vec::new();
+    c.list(|c| {
+        // V2 is all or nothing: no `null` entries.
+        if version != 2 && c.next_is(b"null") {
+            entries.push(None);
+        } else {
+            entries.push(Some(blob_entry(c, cell_proofs)?));
+        }
+        Some(())
+    })?;
+    c.end()?;
+    Some(match version {
+        1 => Blobs::V1(
+            entries
+                .into_iter()
+                .map(|e| {
+                    e.map(|(blob, mut proofs)| BlobAndProofV1 {
+                        blob: Box::new(blob),
+                        proof: proofs.pop().expect("one proof parsed"),
+                    })
+                })
+                .collect(),
+        ),
+        2 => Blobs::V2(Some(
+            entries
+                .into_iter()
+                .map(|e| {
+                    e.map(|(blob, proofs)| BlobAndProofV2 {
+                        blob: Box::new(blob),
+                        proofs,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        _ => Blobs::V3(Some(
+            entries
+                .into_iter()
+                .map(|e| {
+                    e.map(|(blob, proofs)| BlobAndProofV2 {
+                        blob: Box::new(blob),
+                        proofs,
+                    })
+                })
+                .collect(),
+        )),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -693,5 +866,90 @@ mod tests {
         }
         assert!(splice_blobs(br#"{"blobs": 5}"#).is_none());
         assert!(splice_blobs(br#"{"other":"blobs"}"#).is_none());
+    }
+
+    fn entry(seed: u8, version: u8, reorder: bool) -> String {
+        let blob = format!(
+            "\"0x{}\"",
+            format!("{seed:02x}").repeat(schema::BYTES_PER_BLOB)
+        );
+        let proof = |i: usize| format!("\"0x{}\"", format!("{:02x}", i as u8 ^ seed).repeat(48));
+        let proofs = if version == 1 {
+            format!("\"proof\": {}", proof(0))
+        } else {
+            let list: Vec<String> = (0..schema::CELLS_PER_EXT_BLOB).map(proof).collect();
+            format!("\"proofs\":[ {} ]", list.join(","))
+        };
+        if reorder {
+            format!("{{ {proofs} , \"blob\" : {blob} }}")
+        } else {
+            format!("{{\"blob\":{blob},{proofs}}}")
+        }
+    }
+
+    fn serde(version: u8, doc: &str) -> Blobs {
+        match version {
+            1 => Blobs::V1(serde_json::from_str(doc).unwrap()),
+            2 => Blobs::V2(serde_json::from_str(doc).unwrap()),
+            _ => Blobs::V3(serde_json::from_str(doc).unwrap()),
+        }
+    }
+
+    #[test]
+    fn blobs_answers_decode_as_serde_decodes_them() {
+        for version in [1u8, 2, 3] {
+            let mut entries = vec![entry(1, version, false), entry(2, version, true)];
+            if version != 2 {
+                entries.insert(1, "null".into());
+            }
+            let doc = format!(" [ {} ] ", entries.join(" ,\n"));
+            assert_eq!(
+                blobs_from_json(version, doc.as_bytes()),
+                Some(serde(version, &doc)),
+                "V{version}"
+            );
+            assert_eq!(
+                blobs_from_json(version, b"[]"),
+                Some(serde(version, "[]")),
+                "V{version} empty"
+            );
+        }
+        assert_eq!(blobs_from_json(2, b" null "), Some(Blobs::V2(None)));
+        assert_eq!(blobs_from_json(3, b"null"), Some(Blobs::V3(None)));
+    }
+
+    #[test]
+    fn unusual_blobs_answers_fall_back_to_serde() {
+        let good = entry(1, 2, false);
+        let cases = [
+            // A null entry in V2 (all or nothing), an unknown key, a key twice, a short blob,
+            // a missing proof list, trailing bytes, a V1 proof list.
+            format!("[{good},null]"),
+            format!("[{}]", good.replacen("{", "{\"extra\":1,", 1)),
+            format!(
+                "[{}]",
+                good.replacen(
+                    "{",
+                    &format!("{{\"blob\":\"0x{}\",", "00".repeat(schema::BYTES_PER_BLOB)),
+                    1,
+                )
+            ),
+            format!("[{}]", good.replacen("0x0101", "0x01", 1)),
+            format!(
+                "[{}]",
+                good.split(",\"proofs\"").next().unwrap().to_string() + "}"
+            ),
+            format!("[{good}] x"),
+        ];
+        for doc in &cases {
+            assert_eq!(
+                blobs_from_json(2, doc.as_bytes()),
+                None,
+                "{}",
+                &doc[..doc.len().min(80)]
+            );
+        }
+        assert_eq!(blobs_from_json(1, format!("[{good}]").as_bytes()), None);
+        assert_eq!(blobs_from_json(4, b"[]"), None);
     }
 }

@@ -375,6 +375,11 @@ impl Message {
                     indices: None,
                 }
             }),
+            // Blob answers are decoded at fixed width when they have the usual shape; the
+            // same answer through serde took 6.1 ms for 72 blobs (docs/benchmarks.md).
+            MessageKind::Blobs if let Some(blobs) = bulk::blobs_from_json(v, bytes) => {
+                Message::Blobs(blobs)
+            }
             MessageKind::Blobs => Message::Blobs(match v {
                 1 => Blobs::V1(json::from_slice(w, bytes)?),
                 2 => Blobs::V2(json::from_slice(w, bytes)?),
