@@ -811,23 +811,13 @@ pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
         2 => Blobs::V2(Some(
             entries
                 .into_iter()
-                .map(|e| {
-                    e.map(|(blob, proofs)| BlobAndProofV2 {
-                        blob,
-                        proofs,
-                    })
-                })
+                .map(|e| e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs }))
                 .collect::<Option<Vec<_>>>()?,
         )),
         _ => Blobs::V3(Some(
             entries
                 .into_iter()
-                .map(|e| {
-                    e.map(|(blob, proofs)| BlobAndProofV2 {
-                        blob,
-                        proofs,
-                    })
-                })
+                .map(|e| e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs }))
                 .collect(),
         )),
     })
