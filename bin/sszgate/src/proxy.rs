@@ -96,6 +96,18 @@ pub(crate) struct ProxyArgs {
     )]
     queue: usize,
 
+    /// Authentication: passthrough (relay the CL's JWT untouched; the EL decides) or verify
+    /// (check every call's JWT here, 401 before anything reaches the EL, and sign upstream
+    /// calls with the gateway's own token; needs --jwt-secret). Bridged calls always verify.
+    #[arg(
+        long,
+        env = "SSZGATE_AUTH",
+        value_enum,
+        default_value = "passthrough",
+        help_heading = "Relay"
+    )]
+    auth: AuthArg,
+
     /// Verify what crosses the link, off the forward path: off, sample (block hash,
     /// transactions, limits and versioned hashes of every payload; KZG proofs of one call with
     /// blobs in 8) or all. Verdicts go to the records (verdict, verify_check, verify_detail),
@@ -122,6 +134,15 @@ pub(crate) struct ProxyArgs {
         help_heading = "Recording"
     )]
     metrics: SocketAddr,
+}
+
+/// `--auth` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum AuthArg {
+    /// Relay the CL's token; the EL decides.
+    Passthrough,
+    /// Check every token here; sign upstream calls with our own.
+    Verify,
 }
 
 /// `--upstream-transport` values.
@@ -202,6 +223,9 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         TransportArg::Relay => UpstreamTransport::Relay,
         TransportArg::Auto => upstream.probe_transport(secret.as_ref()).await,
     };
+    if args.auth == AuthArg::Verify && secret.is_none() {
+        bail!("--auth verify checks every call's JWT, which needs --jwt-secret");
+    }
     if upstream_transport == UpstreamTransport::Ssz && secret.is_none() {
         bail!(
             "--upstream-transport ssz bridges JSON-RPC calls to REST-SSZ, which needs --jwt-secret (the gateway signs its own upstream tokens)"
@@ -224,6 +248,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         },
         jwt: secret.clone(),
         verify_enforce: args.verify_enforce,
+        verify_jwt: args.auth == AuthArg::Verify,
     });
 
     let listener = TcpListener::bind(args.listen)

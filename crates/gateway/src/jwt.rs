@@ -1,6 +1,7 @@
-//! Engine API JWTs (HS256 over a 256-bit shared secret, `iat` claim), to call the EL on the
-//! gateway's own behalf (asking its client version). Verifying the CL's tokens is not done
-//! here: the relay passes them through and the EL decides.
+//! Engine API JWTs (HS256 over a 256-bit shared secret, `iat` claim): signed to call the EL on
+//! the gateway's own behalf (its client version, bridged calls, `--auth verify`), and verified
+//! for the CL's calls that the gateway answers or re-signs (the bridge, `--auth verify`). With
+//! `--auth passthrough` the relay passes the CL's token on and the EL decides.
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use hmac::{Hmac, Mac};

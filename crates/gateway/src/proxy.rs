@@ -44,6 +44,10 @@ pub struct ProxyConfig {
     /// `--verify-enforce`: refuse a newPayload whose payload fails verification (a testing
     /// aid; the one case where the forward path decodes a body).
     pub verify_enforce: bool,
+    /// `--auth verify`: check every call's JWT against `jwt` (401 otherwise, before the body is
+    /// read) and sign upstream calls with the gateway's own token; `false` relays the CL's
+    /// token untouched and lets the EL decide.
+    pub verify_jwt: bool,
 }
 
 /// Headers that describe one hop and are not forwarded (RFC 9110 § 7.6.1), plus `host`, which
@@ -149,6 +153,29 @@ async fn handle(
         encodings: (header_str(request.headers(), "content-encoding"), None),
         ..Capture::default()
     };
+    if config.verify_jwt
+        && let Some(refusal) = check_token(&config, request.headers())
+    {
+        // Refused before the body is read: nothing of an unauthenticated caller is buffered.
+        let json_rpc = is_websocket_upgrade(request.headers())
+            || classify::is_json_rpc(request.method(), request.uri().path());
+        capture.transport = Some(if is_websocket_upgrade(request.headers()) {
+            Transport::WebSocket
+        } else if json_rpc {
+            Transport::JsonRpc
+        } else {
+            Transport::RestSsz
+        });
+        return Ok(refuse_with_status(
+            refusal,
+            json_rpc,
+            capture,
+            arrived,
+            &recorder,
+            ErrorSide::Cl,
+            Some(StatusCode::UNAUTHORIZED),
+        ));
+    }
     if is_websocket_upgrade(request.headers()) {
         return Ok(crate::proxy::websocket(request, config, recorder, capture, arrived).await);
     }
@@ -281,7 +308,13 @@ async fn handle(
         .method(parts.method.clone())
         .uri(config.upstream.uri(&capture.target));
     for (name, value) in forwardable(&parts.headers) {
+        if config.verify_jwt && name == header::AUTHORIZATION {
+            continue;
+        }
         upstream_request = upstream_request.header(name, value);
+    }
+    if let Some(token) = own_token(&config) {
+        upstream_request = upstream_request.header(header::AUTHORIZATION, token);
     }
     let upstream_request = upstream_request
         .body(Full::new(body))
@@ -399,6 +432,35 @@ fn refuse_with_status(
         .expect("a valid response")
 }
 
+/// `--auth verify`: the refusal for a call whose JWT is missing or not valid (HS256 with the
+/// shared secret, `iat` within ±60 s).
+fn check_token(config: &ProxyConfig, headers: &HeaderMap) -> Option<Refusal> {
+    let refuse = |why: String| Refusal {
+        problem: Problem::InvalidRequest,
+        message: format!("JWT refused: {why}"),
+        id: None,
+    };
+    let Some(secret) = &config.jwt else {
+        return Some(refuse("the gateway has no secret to verify with".into()));
+    };
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match token {
+        None => Some(refuse("no bearer token".into())),
+        Some(token) => secret.verify(token).err().map(refuse),
+    }
+}
+
+/// The `Authorization` value of the gateway's own token, when it signs upstream calls.
+fn own_token(config: &ProxyConfig) -> Option<String> {
+    config
+        .verify_jwt
+        .then(|| config.jwt.as_ref().map(|s| format!("Bearer {}", s.token())))
+        .flatten()
+}
+
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     let has = |name: header::HeaderName, token: &str| {
         headers.get_all(name).iter().any(|v| {
@@ -428,8 +490,12 @@ async fn websocket(
         .headers()
         .iter()
         .filter(|(n, _)| *n != header::HOST && n.as_str() != "sec-websocket-extensions")
+        .filter(|(n, _)| !(config.verify_jwt && *n == header::AUTHORIZATION))
     {
         upstream_request = upstream_request.header(name, value);
+    }
+    if let Some(token) = own_token(&config) {
+        upstream_request = upstream_request.header(header::AUTHORIZATION, token);
     }
     let upstream_request = upstream_request
         .body(Full::new(Bytes::new()))

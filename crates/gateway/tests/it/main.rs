@@ -1,6 +1,7 @@
 //! The relay with a fake EL on loopback: byte-exact relay for every transport, the records
 //! written for each message kind (values checked), the metrics, and the faults.
 
+mod auth;
 mod bridge;
 mod fake_el;
 mod faults;
@@ -107,6 +108,22 @@ impl Proxy {
             jwt,
             sszgate_verify::Mode::Off,
             false,
+            false,
+        )
+        .await
+    }
+
+    /// A relaying proxy with `--auth verify` and `secret`.
+    pub(crate) async fn start_auth(upstream: &str, secret: &str) -> Proxy {
+        Self::start_configured(
+            upstream,
+            Duration::from_secs(5),
+            64 << 20,
+            sszgate_gateway::TransportChoice::fixed(sszgate_gateway::UpstreamTransport::Relay),
+            Some(sszgate_gateway::JwtSecret::from_hex(secret).unwrap()),
+            sszgate_verify::Mode::Off,
+            false,
+            true,
         )
         .await
     }
@@ -126,6 +143,7 @@ impl Proxy {
             None,
             verify,
             verify_enforce,
+            false,
         )
         .await
     }
@@ -139,6 +157,7 @@ impl Proxy {
         jwt: Option<sszgate_gateway::JwtSecret>,
         verify: sszgate_verify::Mode,
         verify_enforce: bool,
+        verify_jwt: bool,
     ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("calls.db");
@@ -157,6 +176,7 @@ impl Proxy {
             max_body,
             cl_label: None,
             upstream_transport,
+            verify_jwt: jwt.is_some() && verify_jwt,
             jwt,
             verify_enforce,
         });
