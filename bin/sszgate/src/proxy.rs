@@ -30,6 +30,23 @@ pub(crate) struct ProxyArgs {
     #[arg(long, env = "SSZGATE_UPSTREAM_TIMEOUT", default_value = "8s", value_parser = humantime::parse_duration, help_heading = "Relay")]
     upstream_timeout: Duration,
 
+    /// Time a client has to send a request's headers; then the connection closes.
+    #[arg(long, env = "SSZGATE_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Limits")]
+    header_timeout: Duration,
+
+    /// Time a client has to send a request's body once its headers are in; then a 408.
+    #[arg(long, env = "SSZGATE_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Limits")]
+    body_timeout: Duration,
+
+    /// Calls handled at once; beyond that a call is answered 503 at once (0: no limit).
+    #[arg(
+        long,
+        env = "SSZGATE_MAX_IN_FLIGHT",
+        default_value_t = 256,
+        help_heading = "Limits"
+    )]
+    max_in_flight: usize,
+
     /// Largest request body accepted, bytes (the REST-SSZ spec's MAX_REQUEST_BODY_SIZE).
     #[arg(long, env = "SSZGATE_MAX_BODY", default_value_t = 64 << 20, help_heading = "Relay")]
     max_body: usize,
@@ -238,6 +255,11 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
     }
     tracing::info!(?upstream_transport, "upstream transport");
     let config = Arc::new(ProxyConfig {
+        limits: sszgate_gateway::Limits {
+            header_timeout: args.header_timeout,
+            body_timeout: args.body_timeout,
+            max_in_flight: args.max_in_flight,
+        },
         upstream,
         max_body: args.max_body,
         cl_label,

@@ -36,7 +36,7 @@ mod ws;
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
 pub use jwt::JwtSecret;
-pub use proxy::{ProxyConfig, serve};
+pub use proxy::{Limits, ProxyConfig, serve};
 pub use upstream::{Upstream, UpstreamHealth};
 
 /// Errors that stop the gateway from starting (not per-call errors, which are answered).

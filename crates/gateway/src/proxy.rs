@@ -29,8 +29,31 @@ use crate::{
 /// The response body type of the relay: a tapped upstream body or a gateway answer.
 type ResponseBody = UnsyncBoxBody<Bytes, hyper::Error>;
 
+/// Limits on what a caller may hold of the proxy.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Time a client has to send a request's headers (HTTP/1.1); then the connection closes.
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body once its headers are in; then a 408.
+    pub body_timeout: Duration,
+    /// Calls handled at once; a call beyond that is answered 503 at once (0: no limit).
+    pub max_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            max_in_flight: 256,
+        }
+    }
+}
+
 /// Resolved settings of `sszgate proxy`.
 pub struct ProxyConfig {
+    /// Timeouts and the in-flight cap.
+    pub limits: Limits,
     /// The EL.
     pub upstream: Upstream,
     /// Largest request body accepted, bytes (the spec's `MAX_REQUEST_BODY_SIZE` by default).
@@ -83,16 +106,38 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(
+        match config.limits.max_in_flight {
+            0 => tokio::sync::Semaphore::MAX_PERMITS,
+            n => n,
+        },
+    ));
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => accepted?,
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let config = config.clone();
-        let recorder = recorder.clone();
-        let service = service_fn(move |request| handle(request, config.clone(), recorder.clone()));
-        let connection = auto::Builder::new(TokioExecutor::new())
+        let (config, recorder, in_flight) = (config.clone(), recorder.clone(), in_flight.clone());
+        let header_timeout = config.limits.header_timeout;
+        let service = service_fn(move |request| {
+            let (config, recorder) = (config.clone(), recorder.clone());
+            // A permit per call, held until its answer is handed to hyper (streaming the
+            // body goes on without it); none free: answered 503 at once.
+            let permit = in_flight.clone().try_acquire_owned();
+            async move {
+                match permit {
+                    Ok(_permit) => handle(request, config, recorder).await,
+                    Err(_) => Ok(too_busy(&request, &config, &recorder)),
+                }
+            }
+        });
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header_timeout);
+        let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
         let connection = graceful.watch(connection);
@@ -189,8 +234,33 @@ async fn handle(
         Transport::Other
     });
 
-    // Read the body, bounded: nothing over the limit is buffered or forwarded.
-    let body = match Limited::new(body, config.max_body).collect().await {
+    // Read the body, bounded in size and in time: nothing over the limit is buffered or
+    // forwarded, and a client that trickles its body is cut off.
+    let read = tokio::time::timeout(
+        config.limits.body_timeout,
+        Limited::new(body, config.max_body).collect(),
+    )
+    .await;
+    let Ok(read) = read else {
+        let refusal = Refusal {
+            problem: Problem::InvalidRequest,
+            message: format!(
+                "the request body did not arrive within {:?}",
+                config.limits.body_timeout
+            ),
+            id: None,
+        };
+        return Ok(refuse_with_status(
+            refusal,
+            json_rpc_path,
+            capture,
+            arrived,
+            &recorder,
+            ErrorSide::Cl,
+            Some(StatusCode::REQUEST_TIMEOUT),
+        ));
+    };
+    let body = match read {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
             let (problem, message) = if e
@@ -430,6 +500,46 @@ fn refuse_with_status(
         .header(header::CONTENT_TYPE, content_type)
         .body(full(body))
         .expect("a valid response")
+}
+
+/// The answer when every in-flight permit is taken: 503 in the caller's shape, recorded.
+fn too_busy(
+    request: &Request<Incoming>,
+    config: &ProxyConfig,
+    recorder: &Recorder,
+) -> Response<ResponseBody> {
+    let json_rpc = classify::is_json_rpc(request.method(), request.uri().path());
+    let capture = Capture {
+        arrival_unix_us: now_unix_us(),
+        http_version: http_version(request.version()),
+        target: request
+            .uri()
+            .path_and_query()
+            .map_or("/".into(), |pq| pq.as_str().to_string()),
+        transport: Some(if json_rpc {
+            Transport::JsonRpc
+        } else {
+            Transport::RestSsz
+        }),
+        ..Capture::default()
+    };
+    let refusal = Refusal {
+        problem: Problem::Internal,
+        message: format!(
+            "{} calls in flight already: try again",
+            config.limits.max_in_flight
+        ),
+        id: None,
+    };
+    refuse_with_status(
+        refusal,
+        json_rpc,
+        capture,
+        Instant::now(),
+        recorder,
+        ErrorSide::Gateway,
+        Some(StatusCode::SERVICE_UNAVAILABLE),
+    )
 }
 
 /// `--auth verify`: the refusal for a call whose JWT is missing or not valid (HS256 with the

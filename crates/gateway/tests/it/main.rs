@@ -6,6 +6,7 @@ mod bridge;
 mod fake_el;
 mod faults;
 mod geth;
+mod limits;
 mod relay;
 mod verify;
 
@@ -28,6 +29,12 @@ pub(crate) struct Proxy {
     stop: Option<(oneshot::Sender<()>, oneshot::Sender<()>)>,
     tasks: Vec<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
+}
+
+thread_local! {
+    /// The limits of the next proxy this thread starts (tests of the limits set them).
+    pub(crate) static LIMITS: std::cell::RefCell<sszgate_gateway::Limits> =
+        std::cell::RefCell::new(sszgate_gateway::Limits::default());
 }
 
 impl Proxy {
@@ -172,6 +179,7 @@ impl Proxy {
             verify,
         ));
         let config = Arc::new(ProxyConfig {
+            limits: LIMITS.with(|l| *l.borrow()),
             upstream: Upstream::new(upstream, timeout, false).unwrap(),
             max_body,
             cl_label: None,
