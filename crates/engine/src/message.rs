@@ -982,6 +982,11 @@ fn bodies_to_ssz(b: &Bodies, fork: Fork) -> Result<Vec<u8>> {
         },
         schema::MAX_BODIES_REQUEST,
     )?;
+    if let (Bodies::V1(bodies), Fork::Shanghai | Fork::Cancun | Fork::Prague | Fork::Osaka) =
+        (b, fork)
+    {
+        return Ok(bodies_v1_to_ssz(bodies));
+    }
     Ok(match fork {
         Fork::Paris => wire::BodiesResponseParis::from_optional_bodies(v1(b), |b| {
             wire::ExecutionPayloadBodyParis::try_from(b).ok()
@@ -1014,6 +1019,40 @@ fn bodies_to_ssz(b: &Bodies, fork: Fork) -> Result<Vec<u8>> {
         .map_err(|e| Error::invalid("bodies", e.to_string()))?
         .as_ssz_bytes(),
     })
+}
+
+/// The Shanghai..Osaka bodies answer in one pass: `{entries: List[{available, body:
+/// {transactions, withdrawals}}]}`, a body without withdrawals being unavailable there, as in
+/// alloy's conversion. alloy's path converts every body into its wire type and encodes it
+/// level by level: 17.4 ms for 32 real bodies (20 MB), slower than their JSON (10.9 ms),
+/// measured in the codec study. The bytes are the same (tested against alloy's).
+fn bodies_v1_to_ssz(bodies: &[Option<ExecutionPayloadBodyV1>]) -> Vec<u8> {
+    static AVAILABLE: bool = true;
+    static UNAVAILABLE: bool = false;
+    static NO_WITHDRAWALS: Vec<alloy_eips::eip4895::Withdrawal> = Vec::new();
+    let entries = bodies
+        .iter()
+        .map(|body| {
+            let parts = body
+                .as_ref()
+                .and_then(|b| Some((&b.transactions[..], b.withdrawals.as_ref()?)));
+            let (available, transactions, withdrawals) = match parts {
+                Some((txs, withdrawals)) => (&AVAILABLE, txs, withdrawals),
+                None => (&UNAVAILABLE, &[][..], &NO_WITHDRAWALS),
+            };
+            let transactions = SszField::variable_list(
+                transactions
+                    .iter()
+                    .map(|tx| SszField::fixed_list(std::slice::from_ref(tx)))
+                    .collect(),
+            );
+            SszField::container(vec![
+                SszField::of(available),
+                SszField::container(vec![transactions, SszField::of(withdrawals)]),
+            ])
+        })
+        .collect();
+    encode_container(&[SszField::variable_list(entries)])
 }
 
 fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Blobs> {

@@ -171,3 +171,45 @@ fn blob_responses_match_alloy_wire_encoding() {
         wire::BlobsV3Response::try_from(v3).unwrap().as_ssz_bytes()
     );
 }
+
+#[test]
+fn bodies_answers_match_alloy_wire_encoding() {
+    use alloy_rpc_types_engine::ExecutionPayloadBodyV1;
+    use sszgate_engine::message::Bodies;
+    let p = payload();
+    let full = ExecutionPayloadBodyV1 {
+        transactions: p.payload_inner.payload_inner.transactions.clone(),
+        withdrawals: Some(p.payload_inner.withdrawals.clone()),
+    };
+    // Available, unknown, pre-Shanghai (no withdrawals: unavailable here), empty, available.
+    let bodies = vec![
+        Some(full.clone()),
+        None,
+        Some(ExecutionPayloadBodyV1 {
+            transactions: vec![Bytes::from_static(&[0x02, 0x01])],
+            withdrawals: None,
+        }),
+        Some(ExecutionPayloadBodyV1 {
+            transactions: vec![],
+            withdrawals: Some(vec![]),
+        }),
+        Some(full),
+    ];
+    let alloy = wire::BodiesResponseShanghai::from_optional_bodies(bodies.clone(), |b| {
+        wire::ExecutionPayloadBodyShanghai::try_from(b).ok()
+    })
+    .unwrap()
+    .as_ssz_bytes();
+    let message = Message::Bodies(Bodies::V1(bodies));
+    for fork in [Fork::Shanghai, Fork::Cancun, Fork::Prague, Fork::Osaka] {
+        assert_eq!(message.to_ssz(fork).unwrap(), alloy, "{fork}");
+    }
+    let empty = Message::Bodies(Bodies::V1(vec![]));
+    let alloy_empty = wire::BodiesResponseShanghai::from_optional_bodies(
+        Vec::<Option<ExecutionPayloadBodyV1>>::new(),
+        |b| wire::ExecutionPayloadBodyShanghai::try_from(b).ok(),
+    )
+    .unwrap()
+    .as_ssz_bytes();
+    assert_eq!(empty.to_ssz(Fork::Prague).unwrap(), alloy_empty);
+}
