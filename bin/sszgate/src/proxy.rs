@@ -327,6 +327,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
     tracing::info!(
         recorded = stats.recorded,
         dropped = stats.dropped,
+        lost = stats.lost,
         "stopped"
     );
     Ok(())

@@ -39,8 +39,10 @@ pub struct RecorderStats {
     pub recorded: u64,
     /// Captures dropped because the queue was full.
     pub dropped: u64,
-    /// Sink write failures.
+    /// Sink write failures (each retried at the next flush).
     pub sink_errors: u64,
+    /// Records a sink never took: dropped after `MAX_PENDING` waited for a failing sink.
+    pub lost: u64,
     /// Captures waiting.
     pub queue_depth: u64,
 }
@@ -52,6 +54,7 @@ struct Counters {
     recorded: AtomicU64,
     dropped: AtomicU64,
     sink_errors: AtomicU64,
+    lost: AtomicU64,
 }
 
 /// The recorder handle, shared by every connection of a gateway.
@@ -95,6 +98,7 @@ impl Recorder {
         .expect("labels serialize");
         let body_bytes = sinks.iter().map(Sink::body_bytes).max().unwrap_or(0);
         let worker = Worker {
+            pending: sinks.iter().map(|_| Vec::new()).collect(),
             receiver,
             verifier: (verify != sszgate_verify::Mode::Off)
                 .then(|| sszgate_verify::Verifier::new(verify)),
@@ -152,6 +156,7 @@ impl Recorder {
             recorded: c.recorded.load(Ordering::Relaxed),
             dropped: c.dropped.load(Ordering::Relaxed),
             sink_errors: c.sink_errors.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
             queue_depth: queued.saturating_sub(c.processed.load(Ordering::Relaxed)),
         }
     }
@@ -179,8 +184,13 @@ impl Drop for Recorder {
 /// One call of a capture: method, facts, and the request and response bytes of that call.
 type Call<'a> = (Option<String>, Facts, &'a [u8], &'a [u8]);
 
+/// Records kept per failing sink before the oldest are dropped.
+const MAX_PENDING: usize = 200_000;
+
 struct Worker {
     receiver: Receiver<Capture>,
+    /// Per sink, the records it failed to take, retried first at every flush.
+    pending: Vec<Vec<Record>>,
     /// Checks of what crossed the link, when asked for.
     verifier: Option<sszgate_verify::Verifier>,
     sinks: Vec<Sink>,
@@ -211,6 +221,17 @@ impl Worker {
                 Err(RecvTimeoutError::Timeout) => self.flush(&mut batch),
                 Err(RecvTimeoutError::Disconnected) => {
                     self.flush(&mut batch);
+                    // A sink that still fails gets a little longer before the records are
+                    // given up (and counted).
+                    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                    while self.pending.iter().any(|p| !p.is_empty())
+                        && std::time::Instant::now() < deadline
+                    {
+                        std::thread::sleep(Duration::from_millis(200));
+                        self.flush(&mut batch);
+                    }
+                    let left: usize = self.pending.iter().map(Vec::len).sum();
+                    self.counters.lost.fetch_add(left as u64, Ordering::Relaxed);
                     return;
                 }
             }
@@ -223,14 +244,41 @@ impl Worker {
         }
     }
 
+    /// Writes `batch` to every sink. A sink that fails (its file locked past the busy
+    /// timeout, its disk full) keeps the records and is retried, older ones first, at every
+    /// flush; past `MAX_PENDING` records for one sink the oldest are dropped and counted.
     fn flush(&mut self, batch: &mut Vec<Record>) {
-        if batch.is_empty() {
+        let pending_any = self.pending.iter().any(|p| !p.is_empty());
+        if batch.is_empty() && !pending_any {
             return;
         }
-        for sink in &mut self.sinks {
+        for (sink, pending) in self.sinks.iter_mut().zip(self.pending.iter_mut()) {
+            if !pending.is_empty() {
+                match sink.write(pending) {
+                    Ok(()) => {
+                        tracing::info!(sink = %sink.name(), records = pending.len(), "written after earlier failures");
+                        pending.clear();
+                    }
+                    Err(e) => {
+                        self.counters.sink_errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(sink = %sink.name(), error = %e, waiting = pending.len() + batch.len(), "writing records failed again; kept for the next try");
+                        pending.extend(batch.iter().cloned());
+                        let over = pending.len().saturating_sub(MAX_PENDING);
+                        if over > 0 {
+                            pending.drain(..over);
+                            self.counters.lost.fetch_add(over as u64, Ordering::Relaxed);
+                        }
+                        continue;
+                    }
+                }
+            }
+            if batch.is_empty() {
+                continue;
+            }
             if let Err(e) = sink.write(batch) {
                 self.counters.sink_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(sink = %sink.name(), error = %e, records = batch.len(), "writing records failed");
+                tracing::warn!(sink = %sink.name(), error = %e, records = batch.len(), "writing records failed; kept for the next try");
+                pending.extend(batch.iter().cloned());
             }
         }
         self.counters

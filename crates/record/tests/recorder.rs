@@ -119,3 +119,42 @@ fn sqlite_schema_is_migrated_once_and_store_specs_are_checked() {
     }
     assert_eq!("none".parse::<SinkSpec>().unwrap(), SinkSpec::None);
 }
+
+#[test]
+fn records_wait_out_a_locked_database_and_none_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("calls.db");
+    let sink = Sink::open(&SinkSpec::Sqlite(db.display().to_string()))
+        .unwrap()
+        .unwrap();
+    let recorder = Recorder::start(vec![sink], "proxy", vec![], 1024);
+    // Another process holds the write lock past the sink's 5 s busy timeout.
+    let locker = rusqlite::Connection::open(&db).unwrap();
+    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    for _ in 0..10 {
+        recorder.record(capture(REQUEST, RESPONSE));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(6500));
+    assert!(
+        recorder.stats().sink_errors >= 1,
+        "the write failed while locked"
+    );
+    locker.execute_batch("COMMIT").unwrap();
+    for _ in 0..10 {
+        recorder.record(capture(REQUEST, RESPONSE));
+    }
+    recorder.shutdown();
+    let stats = recorder.stats();
+    assert_eq!(stats.lost, 0);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (rows, distinct): (i64, i64) = conn
+        .query_row("SELECT count(*), count(DISTINCT seq) FROM calls", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(
+        (rows, distinct),
+        (20, 20),
+        "every record once, in spite of the lock"
+    );
+}
