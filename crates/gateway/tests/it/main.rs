@@ -3,6 +3,7 @@
 
 mod auth;
 mod bridge;
+mod dashboard;
 mod fake_el;
 mod faults;
 mod geth;

@@ -33,7 +33,7 @@ fn electra_payload(corrupt: bool) -> NewPayload {
 }
 
 /// A newPayloadV4 call of [`electra_payload`], as JSON-RPC text.
-fn new_payload_call(corrupt: bool) -> String {
+pub(crate) fn new_payload_call(corrupt: bool) -> String {
     let params = Message::NewPayload(electra_payload(corrupt))
         .to_json_params()
         .unwrap();
