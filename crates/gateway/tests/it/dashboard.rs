@@ -1,10 +1,6 @@
 //! The Grafana dashboard in docs/grafana queries only metrics the proxy exposes: every
 //! `sszgate_*` series named in a panel appears in a live proxy's `/metrics` after a few calls.
 
-use bytes::Bytes;
-use http::Request;
-use http_body_util::Full;
-
 use crate::{
     Proxy,
     fake_el::{Answer, FakeEl},
@@ -64,20 +60,7 @@ async fn every_series_the_dashboard_queries_is_exposed() {
     ] {
         send(post_json(&proxy.url(), call), false).await;
     }
-    for _ in 0..200 {
-        if proxy.recorder.stats().recorded == 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let (_, _, metrics) = send(
-        Request::get(format!("http://{}/metrics", proxy.control))
-            .body(Full::new(Bytes::new()))
-            .unwrap(),
-        false,
-    )
-    .await;
-    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
+    let metrics = proxy.metrics_after(2).await;
     for name in &names {
         assert!(
             metrics.contains(&format!("{name}{{")) || metrics.contains(&format!("{name} ")),

@@ -230,6 +230,25 @@ impl Proxy {
         format!("http://{}", self.addr)
     }
 
+    /// The `/metrics` text once the recorder has written `records` records (records are
+    /// written off the forward path; this waits for the worker, at most 4 s).
+    pub(crate) async fn metrics_after(&self, records: u64) -> String {
+        for _ in 0..200 {
+            if self.recorder.stats().recorded >= records {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (_, _, body) = send(
+            Request::get(format!("http://{}/metrics", self.control))
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+            false,
+        )
+        .await;
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
     /// Stops the proxy, waits for the records to be written, and returns the database.
     pub(crate) async fn finish(mut self) -> (rusqlite::Connection, tempfile::TempDir) {
         let (a, b) = self.stop.take().unwrap();

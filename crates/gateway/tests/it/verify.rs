@@ -96,20 +96,7 @@ async fn payloads_and_blobs_are_verified_off_the_forward_path() {
     assert_eq!(code, 200);
     assert_eq!(el.seen.lock().unwrap().len(), 3);
     // Wait for the worker, then read the verdicts in the metrics.
-    for _ in 0..200 {
-        if proxy.recorder.stats().recorded == 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let (_, _, metrics) = send(
-        Request::get(format!("http://{}/metrics", proxy.control))
-            .body(Full::new(Bytes::new()))
-            .unwrap(),
-        false,
-    )
-    .await;
-    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
+    let metrics = proxy.metrics_after(3).await;
     for line in [
         r#"sszgate_verify_total{method="engine_newPayloadV4",verdict="ok",check=""} 1"#,
         r#"sszgate_verify_total{method="engine_newPayloadV4",verdict="failed",check="block-hash"} 1"#,
