@@ -218,12 +218,11 @@ pub(crate) fn demo(args: DemoArgs) -> Result<()> {
             );
         }
         if args.keep {
-            let state = devnet.detach();
+            devnet.detach();
             println!(
                 "the devnet keeps running: sszgate devnet down --dir {}",
                 args.dir.display()
             );
-            drop(state);
         } else {
             drop(devnet);
             println!("devnet stopped");

@@ -115,7 +115,7 @@ fn verify_file(args: &VerifyArgs, file: &PathBuf) -> Result<std::result::Result<
             .map(|()| "block hash, transactions, limits, versioned hashes".to_string()),
         (MessageKind::BuiltPayload, Message::BuiltPayload(built)) => {
             payload::check_built(built, args.parent_beacon_block_root).and_then(|hashed| {
-                blobs::check_bundle(kzg, built, true)?;
+                blobs::check_bundle(Some(kzg), built)?;
                 Ok(format!(
                     "{}transactions, limits, bundle commitments and proofs ({} blobs)",
                     if hashed {

@@ -197,17 +197,13 @@ pub fn range_label(i: usize) -> String {
 /// everything; then the incompressible items, listed rather than averaged away.
 pub fn compress_markdown(rows: &[CompressRow]) -> String {
     let mut out = String::new();
-    let kinds: Vec<String> = {
-        let mut k: Vec<String> = rows.iter().map(|r| r.kind.clone()).collect();
-        k.dedup();
-        let mut seen = Vec::new();
-        for x in k {
-            if !seen.contains(&x) {
-                seen.push(x);
-            }
+    // Kinds in the order first met.
+    let mut kinds: Vec<String> = Vec::new();
+    for r in rows {
+        if !kinds.contains(&r.kind) {
+            kinds.push(r.kind.clone());
         }
-        seen
-    };
+    }
     let _ = writeln!(
         out,
         "### Snappy (block format) by size range, as in the snappy study\n"

@@ -314,6 +314,49 @@ fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
+/// geth on the devnet's chain in `dir` (its `chain/` and `p2p-off.toml`), Engine API and
+/// public RPC on the given loopback ports.
+fn geth_command(geth: &Path, dir: &Path, auth_port: u16, http_port: u16, jwt: &Path) -> Command {
+    let mut c = Command::new(geth);
+    c.arg("--config")
+        .arg(dir.join("p2p-off.toml"))
+        .arg("--datadir")
+        .arg(dir.join("chain"))
+        .args(["--networkid", "1337", "--authrpc.addr", "127.0.0.1"])
+        .args(["--authrpc.port", &auth_port.to_string()])
+        .arg("--authrpc.jwtsecret")
+        .arg(jwt)
+        .args(["--http", "--http.addr", "127.0.0.1"])
+        .args(["--http.port", &http_port.to_string()])
+        .args(["--http.api", "eth,net,web3,txpool"])
+        .args(["--nat", "none", "--ipcdisable", "--syncmode", "full"]);
+    c
+}
+
+/// Waits (at most 90 s) until the EL at `eth_url` serves its genesis block; fails early, with
+/// the end of its log, when `el` exits.
+async fn wait_for_el(eth_url: &str, el: &mut Child, log: &Path) -> Result<(), DriveError> {
+    let eth = EthRpc::new(eth_url);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while eth
+        .call("eth_getBlockByNumber", json!(["0x0", false]))
+        .await
+        .ok()
+        .filter(|b| b.is_object())
+        .is_none()
+    {
+        if Instant::now() > deadline || el.try_wait().ok().flatten().is_some() {
+            return Err(DriveError::Devnet(format!(
+                "the EL did not come up; the end of {}:\n{}",
+                log.display(),
+                tail(log)
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
 /// A devnet started by this process: stopped (by process id) when dropped.
 pub struct Devnet {
     /// Where it lives.
@@ -377,20 +420,7 @@ impl Devnet {
                     "[Node.P2P]\nMaxPeers = 0\nNoDiscovery = true\nNoDial = true\nListenAddr = \"\"\nBootstrapNodes = []\nBootstrapNodesV5 = []\n",
                 )
                 .map_err(io(p2p_off.display()))?;
-                let mut c = Command::new(&geth);
-                c.arg("--config")
-                    .arg(&p2p_off)
-                    .arg("--datadir")
-                    .arg(&chain)
-                    .args(["--networkid", "1337", "--authrpc.addr", "127.0.0.1"])
-                    .args(["--authrpc.port", &auth_port.to_string()])
-                    .arg("--authrpc.jwtsecret")
-                    .arg(&jwt_secret)
-                    .args(["--http", "--http.addr", "127.0.0.1"])
-                    .args(["--http.port", &http_port.to_string()])
-                    .args(["--http.api", "eth,net,web3,txpool"])
-                    .args(["--nat", "none", "--ipcdisable", "--syncmode", "full"]);
-                c
+                geth_command(&geth, &dir, auth_port, http_port, &jwt_secret)
             }
             ElKind::Ethereumjs => {
                 if config.fork > Fork::Prague {
@@ -437,24 +467,7 @@ impl Devnet {
             children: vec![el],
         };
         devnet.write_state()?;
-        let eth = EthRpc::new(&devnet.state.eth_url);
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while eth
-            .call("eth_getBlockByNumber", json!(["0x0", false]))
-            .await
-            .ok()
-            .filter(|b| b.is_object())
-            .is_none()
-        {
-            if Instant::now() > deadline || devnet.children[0].try_wait().ok().flatten().is_some() {
-                return Err(DriveError::Devnet(format!(
-                    "the EL did not come up; the end of {}:\n{}",
-                    el_log.display(),
-                    tail(&el_log)
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_for_el(&devnet.state.eth_url, &mut devnet.children[0], &el_log).await?;
 
         if let Some(binary) = &config.proxy_binary {
             let (listen, metrics) = (free_port()?, free_port()?);
@@ -525,39 +538,25 @@ impl Devnet {
             return Err(DriveError::Config("restart is for geth devnets".into()));
         }
         let geth = find_geth(&self.dir).ok_or_else(|| DriveError::Devnet("no geth".into()))?;
-        let port = |url: &str| url.rsplit(':').next().unwrap_or_default().to_string();
-        let chain = self.dir.join("chain");
-        let mut c = Command::new(geth);
-        c.arg("--config")
-            .arg(self.dir.join("p2p-off.toml"))
-            .arg("--datadir")
-            .arg(&chain)
-            .args(["--networkid", "1337", "--authrpc.addr", "127.0.0.1"])
-            .args(["--authrpc.port", &port(&self.state.engine_url)])
-            .arg("--authrpc.jwtsecret")
-            .arg(&self.state.jwt_secret)
-            .args(["--http", "--http.addr", "127.0.0.1"])
-            .args(["--http.port", &port(&self.state.eth_url)])
-            .args(["--http.api", "eth,net,web3,txpool"])
-            .args(["--nat", "none", "--ipcdisable", "--syncmode", "full"]);
+        let port = |url: &str| {
+            url.rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0)
+        };
+        let command = geth_command(
+            &geth,
+            &self.dir,
+            port(&self.state.engine_url),
+            port(&self.state.eth_url),
+            &self.state.jwt_secret,
+        );
         let log = self.dir.join("el-restarted.log");
-        let el = spawn(c, &log)?;
+        let el = spawn(command, &log)?;
         self.state.el_pid = el.id();
         self.children[0] = el;
         self.write_state()?;
-        let eth = EthRpc::new(&self.state.eth_url);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while eth.call("eth_blockNumber", json!([])).await.is_err() {
-            if Instant::now() > deadline {
-                return Err(DriveError::Devnet(format!(
-                    "geth did not come back; the end of {}:\n{}",
-                    log.display(),
-                    tail(&log)
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        Ok(())
+        wait_for_el(&self.state.eth_url, &mut self.children[0], &log).await
     }
 }
 

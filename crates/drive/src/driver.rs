@@ -4,8 +4,9 @@
 //! Per block: send the block's load to the EL's pool; `forkchoiceUpdated` on the head with
 //! payload attributes; wait for the build; `getPayload`; `getBlobs` for the new blobs (as a CL
 //! does when a block arrives with blobs); `newPayload` with the versioned hashes and requests;
-//! `forkchoiceUpdated` to the new head. Any answer that is wrong stops the run with an error
-//! naming the call. Attributes are deterministic (timestamps step from the parent's, not from
+//! `forkchoiceUpdated` to the new head. The built payload goes through the verifier's checks
+//! (`sszgate-verify`: block hash, transactions, bundle commitments). Any answer that is wrong
+//! stops the run with an error naming the call. Attributes are deterministic (timestamps step from the parent's, not from
 //! the wall clock), so the same EL, genesis and load build the same chain every run.
 
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256, Bytes, keccak256};
 use serde_json::{Value, json};
 use sszgate_engine::{
-    Fork,
+    Fork, Message, MessageKind,
     method::{self, Family, MethodSpec},
     txs::blob_versioned_hashes,
 };
@@ -207,11 +208,28 @@ impl Driver {
             .call(self.methods.get_payload, json!([payload_id]), &mut calls)
             .await?;
         let get_payload = self.methods.get_payload.name;
-        let payload = built["executionPayload"].take();
         let wrong = |problem: String| DriveError::Answer {
             method: get_payload.to_string(),
             problem,
         };
+        // The verifier's checks of a built payload: block hash (with the root the attributes
+        // carried), transactions, limits, and the bundle's commitments against the payload's
+        // blob transactions.
+        let spec = self.methods.get_payload;
+        let decoded = serde_json::to_vec(&built)
+            .map_err(|e| e.to_string())
+            .and_then(|json| {
+                Message::from_json(spec, fork, MessageKind::BuiltPayload, &json)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(&wrong)?;
+        let Message::BuiltPayload(decoded) = decoded else {
+            unreachable!("a BuiltPayload kind decodes to a BuiltPayload")
+        };
+        sszgate_verify::payload::check_built(&decoded, Some(beacon_root))
+            .and_then(|_| sszgate_verify::blobs::check_bundle(None, &decoded))
+            .map_err(|failure| wrong(failure.to_string()))?;
+        let payload = built["executionPayload"].take();
         let parent_hash = hash_field(&payload, "parentHash").map_err(&wrong)?;
         let block_hash = hash_field(&payload, "blockHash").map_err(&wrong)?;
         if parent_hash != head.hash {
@@ -234,14 +252,6 @@ impl Driver {
         let tx_hashes: Vec<B256> = transactions.iter().map(keccak256).collect();
         let versioned_hashes = blob_versioned_hashes(&transactions)
             .map_err(|e| wrong(format!("a transaction of the payload: {e}")))?;
-        let bundled = bundle_hashes(&built["blobsBundle"]).map_err(&wrong)?;
-        if bundled != versioned_hashes {
-            return Err(wrong(format!(
-                "the blobs bundle's commitments give {} versioned hashes that differ from the {} of the payload's transactions",
-                bundled.len(),
-                versioned_hashes.len()
-            )));
-        }
         let left_out = sent.iter().filter(|t| !tx_hashes.contains(&t.hash)).count();
 
         if self.config.get_blobs && !versioned_hashes.is_empty() {
@@ -368,24 +378,6 @@ fn hash_field(object: &Value, field: &str) -> Result<B256, String> {
 
 fn quantity(value: &Value) -> Option<u64> {
     u64::from_str_radix(value.as_str()?.strip_prefix("0x")?, 16).ok()
-}
-
-/// The versioned hashes of a blobs bundle's commitments, in order.
-fn bundle_hashes(bundle: &Value) -> Result<Vec<B256>, String> {
-    let commitments: Vec<alloy_primitives::FixedBytes<48>> =
-        serde_json::from_value(bundle["commitments"].clone())
-            .map_err(|e| format!("blobsBundle.commitments: {e}"))?;
-    let blobs = bundle["blobs"].as_array().map_or(0, Vec::len);
-    if blobs != commitments.len() {
-        return Err(format!(
-            "blobsBundle has {blobs} blobs for {} commitments",
-            commitments.len()
-        ));
-    }
-    Ok(commitments
-        .iter()
-        .map(|c| alloy_eips::eip4844::kzg_to_versioned_hash(c.as_slice()))
-        .collect())
 }
 
 /// A getBlobs answer must hold every blob asked for (the EL built the block that has them).

@@ -44,7 +44,7 @@ pub(crate) fn check(class: &Class, headers: &HeaderMap, body: &Bytes) -> Option<
     let Message::NewPayload(payload) = message else {
         return None;
     };
-    let failure = sszgate_verify::new_payload(&payload).err()?;
+    let failure = sszgate_verify::payload::check_new_payload(&payload).err()?;
     Some(Refusal {
         problem: Problem::InvalidBody,
         message: format!("verify-enforce: refused, not relayed: {failure}"),

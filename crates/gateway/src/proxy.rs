@@ -178,14 +178,9 @@ fn full(bytes: Bytes) -> ResponseBody {
         .boxed_unsync()
 }
 
-/// One call: read, classify, forward, and answer with a tapped body (or a gateway answer).
-async fn handle(
-    request: Request<Incoming>,
-    config: Arc<ProxyConfig>,
-    recorder: Arc<Recorder>,
-) -> Result<Response<ResponseBody>, Infallible> {
-    let arrived = Instant::now();
-    let mut capture = Capture {
+/// The capture of a call as it arrives: time, request line, fork, CL client, encoding.
+fn new_capture(request: &Request<Incoming>, config: &ProxyConfig) -> Capture {
+    Capture {
         arrival_unix_us: now_unix_us(),
         http_version: http_version(request.version()),
         target: request
@@ -197,7 +192,17 @@ async fn handle(
             .or_else(|| config.cl_label.clone()),
         encodings: (header_str(request.headers(), "content-encoding"), None),
         ..Capture::default()
-    };
+    }
+}
+
+/// One call: read, classify, forward, and answer with a tapped body (or a gateway answer).
+async fn handle(
+    request: Request<Incoming>,
+    config: Arc<ProxyConfig>,
+    recorder: Arc<Recorder>,
+) -> Result<Response<ResponseBody>, Infallible> {
+    let arrived = Instant::now();
+    let mut capture = new_capture(&request, &config);
     if config.verify_jwt
         && let Some(refusal) = check_token(&config, request.headers())
     {
@@ -510,18 +515,12 @@ fn too_busy(
 ) -> Response<ResponseBody> {
     let json_rpc = classify::is_json_rpc(request.method(), request.uri().path());
     let capture = Capture {
-        arrival_unix_us: now_unix_us(),
-        http_version: http_version(request.version()),
-        target: request
-            .uri()
-            .path_and_query()
-            .map_or("/".into(), |pq| pq.as_str().to_string()),
         transport: Some(if json_rpc {
             Transport::JsonRpc
         } else {
             Transport::RestSsz
         }),
-        ..Capture::default()
+        ..new_capture(request, config)
     };
     let refusal = Refusal {
         problem: Problem::Internal,

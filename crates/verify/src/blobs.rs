@@ -28,12 +28,8 @@ fn kzg_blob(blob: &FixedBytes<131072>, what: &str) -> Result<c_kzg::Blob, Failur
 }
 
 /// The bundle of a getPayload answer: its lists line up, its commitments give the versioned
-/// hashes of the payload's blob transactions, and (when `kzg`) its proofs verify.
-pub fn check_bundle(
-    kzg: &KzgSettings,
-    built: &BuiltPayload,
-    verify_proofs: bool,
-) -> Result<(), Failure> {
+/// hashes of the payload's blob transactions, and, given the KZG settings, its proofs verify.
+pub fn check_bundle(kzg: Option<&KzgSettings>, built: &BuiltPayload) -> Result<(), Failure> {
     let (transactions, commitments, proofs, blobs, cells) = match built {
         BuiltPayload::V1(_) | BuiltPayload::V2(_) => return Ok(()),
         BuiltPayload::V3(e) => (
@@ -110,9 +106,9 @@ pub fn check_bundle(
             ),
         ));
     }
-    if !verify_proofs || blobs.is_empty() {
+    let Some(kzg) = kzg.filter(|_| !blobs.is_empty()) else {
         return Ok(());
-    }
+    };
     let blobs: Vec<&FixedBytes<131072>> = blobs.iter().collect();
     if cells {
         verify_cells(kzg, &blobs, commitments, proofs, "blobsBundle")

@@ -22,7 +22,7 @@ use alloy_primitives::B256;
 use alloy_rpc_types_engine::PayloadId;
 use sszgate_engine::{
     Fork, Message,
-    message::{BuiltPayload, NewPayload},
+    message::BuiltPayload,
     method::{Family, MethodSpec},
 };
 
@@ -174,11 +174,6 @@ impl Verifier {
         }
     }
 
-    /// The mode.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
     /// Verifies one call of `method` under `fork` (request and, when it succeeded, response);
     /// `None` when the call carries nothing to verify.
     pub fn call(
@@ -241,19 +236,19 @@ impl Verifier {
         if blobs == 0 {
             return false;
         }
+        // The first blob call, then every `kzg_every`-th.
+        let seen = self.blob_calls;
         self.blob_calls = self.blob_calls.wrapping_add(1);
         match self.mode {
             Mode::All => true,
-            Mode::Sample { kzg_every } => {
-                self.blob_calls % kzg_every.max(1) == 1 % kzg_every.max(1)
-            }
+            Mode::Sample { kzg_every } => seen.is_multiple_of(kzg_every.max(1)),
             Mode::Off => false,
         }
     }
 
     fn built(&self, built: &BuiltPayload, fork: Fork, root: Option<B256>, kzg: bool) -> Verdict {
         let checked = payload::check_built(built, root).and_then(|hashed| {
-            blobs::check_bundle(self.kzg, built, kzg)?;
+            blobs::check_bundle(kzg.then_some(self.kzg), built)?;
             Ok(hashed)
         });
         match checked {
@@ -272,9 +267,4 @@ fn verdict(result: Result<bool, Failure>) -> Verdict {
         Ok(kzg) => Verdict::Ok { kzg },
         Err(failure) => Verdict::Failed(failure),
     }
-}
-
-/// Every check of a newPayload request, for callers outside a [`Verifier`] (`--verify-enforce`).
-pub fn new_payload(np: &NewPayload) -> Result<(), Failure> {
-    payload::check_new_payload(np)
 }

@@ -152,13 +152,7 @@ async fn bad_tokens_are_refused_and_never_reach_the_el() {
         .expect("the gateway's own token is valid");
 
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(i64, Option<String>)> = db
-        .prepare("SELECT status, error_side FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows = crate::status_and_side(&db);
     assert_eq!(rows.len(), bad.len() + 3);
     assert!(
         rows[..bad.len() + 2]

@@ -148,14 +148,10 @@ async fn upstream_refused_and_timeout_are_502_and_504_in_the_callers_shape() {
     assert_eq!(json(&body)["type"], "/engine-api/errors/internal");
     let (db, _dir) = proxy.finish().await;
     // The records carry the status the CL got, not the problem's usual one.
-    let sides: Vec<(String, i64)> = db
-        .prepare("SELECT error_side, status FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(sides, [("el".into(), 502), ("el".into(), 502)]);
+    assert_eq!(
+        crate::status_and_side(&db),
+        [(502, Some("el".into())), (502, Some("el".into()))]
+    );
 
     // An EL that does not answer in time.
     let el = FakeEl::start(|_| {

@@ -86,13 +86,7 @@ async fn a_trickling_body_gets_a_408_and_a_trickling_head_is_cut_off() {
     assert_eq!((code.as_u16(), body.as_ref()), (200, ANSWER.as_bytes()));
     assert_eq!(el.seen.lock().unwrap().len(), 1);
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(i64, Option<String>)> = db
-        .prepare("SELECT status, error_side FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows = crate::status_and_side(&db);
     assert_eq!(rows, [(408, Some("cl".into())), (200, None)]);
 }
 

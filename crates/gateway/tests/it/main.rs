@@ -292,6 +292,16 @@ pub(crate) async fn try_send(
     ))
 }
 
+/// (HTTP status, error side) of every record of `db`, in order.
+pub(crate) fn status_and_side(db: &rusqlite::Connection) -> Vec<(i64, Option<String>)> {
+    db.prepare("SELECT status, error_side FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// A JSON-RPC POST.
 pub(crate) fn post_json(url: &str, body: impl Into<Bytes>) -> Request<Full<Bytes>> {
     Request::post(url)
