@@ -7,22 +7,24 @@
 //! and the drop is counted, the CL's call is never held. A worker thread drains the queue,
 //! extracts the Engine API facts from the bodies with a scanner ([`meta`]; not a full parse),
 //! updates the Prometheus metrics and writes the records to the sinks in batches (SQLite in
-//! one transaction per batch, JSON lines). On shutdown the queue is drained and the sinks are
+//! one transaction per batch, JSON lines, ClickHouse through a local spool). On shutdown the queue is drained and the sinks are
 //! flushed before [`Recorder::shutdown`] returns.
 //!
 //! Not here: HTTP, the relay itself, or what a message means beyond the facts (that is
 //! `sszgate-engine`).
 
+pub mod clickhouse;
 pub mod meta;
 pub mod metrics;
 mod record;
 mod recorder;
 pub mod sink;
+pub mod spool;
 mod verify;
 
 pub use record::{Capture, ErrorSide, Facts, Record, Transport};
 pub use recorder::{Recorder, RecorderStats};
-pub use sink::{Sink, SinkSpec};
+pub use sink::{RemoteStats, Sink, SinkOptions, SinkSpec};
 
 /// Errors of the record crate (opening or writing sinks).
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +46,9 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A `--store` value that names no sink.
-    #[error("invalid store {0:?} (expected sqlite:PATH, jsonl:PATH, jsonl:- or none)")]
+    #[error(
+        "invalid store {0:?} (expected sqlite:PATH, jsonl:PATH, jsonl:-, clickhouse:http://HOST:PORT/DB or none)"
+    )]
     BadSpec(String),
 }
 

@@ -57,6 +57,16 @@ pub struct Metrics {
     pub dropped: Counter,
     /// Records waiting in the queue.
     pub queue_depth: Gauge,
+    /// Bytes in the spools of remote sinks.
+    pub spool_bytes: Gauge,
+    /// Rows in the spools of remote sinks not yet taken by their server.
+    pub spool_waiting: Gauge,
+    /// Rows remote servers took.
+    pub shipped: Counter,
+    /// Failed tries to send rows to a remote server.
+    pub ship_errors: Counter,
+    /// Records a sink never took (a full spool, or a failing sink past its backlog limit).
+    pub lost: Counter,
 }
 
 fn seconds_buckets() -> impl Iterator<Item = f64> {
@@ -96,6 +106,36 @@ impl Metrics {
         let verdicts = Family::<VerifyLabels, Counter>::default();
         let dropped = Counter::default();
         let queue_depth = Gauge::default();
+        let spool_bytes = Gauge::default();
+        let spool_waiting = Gauge::default();
+        let shipped = Counter::default();
+        let ship_errors = Counter::default();
+        let lost = Counter::default();
+        registry.register(
+            "spool_bytes",
+            "Bytes in the local spool of remote sinks (ClickHouse)",
+            spool_bytes.clone(),
+        );
+        registry.register(
+            "spool_waiting_rows",
+            "Rows in the spool not yet taken by the remote server",
+            spool_waiting.clone(),
+        );
+        registry.register(
+            "clickhouse_rows",
+            "Rows ClickHouse took from the spool",
+            shipped.clone(),
+        );
+        registry.register(
+            "clickhouse_errors",
+            "Failed tries to send rows to ClickHouse (each retried)",
+            ship_errors.clone(),
+        );
+        registry.register(
+            "records_lost",
+            "Records a sink never took: its spool full, or its backlog over the limit while it failed",
+            lost.clone(),
+        );
         registry.register(
             "verify",
             "Verification verdicts (--verify): ok, failed (with the check) or skipped",
@@ -144,6 +184,11 @@ impl Metrics {
             verdicts,
             dropped,
             queue_depth,
+            spool_bytes,
+            spool_waiting,
+            shipped,
+            ship_errors,
+            lost,
         }
     }
 

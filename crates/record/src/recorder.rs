@@ -43,8 +43,19 @@ pub struct RecorderStats {
     pub sink_errors: u64,
     /// Records a sink never took: dropped after `MAX_PENDING` waited for a failing sink.
     pub lost: u64,
+    /// Records kept for a failing sink (its file locked, its disk full) until it takes them
+    /// (the most over the sinks); `recorded` counts them already.
+    pub pending: u64,
     /// Captures waiting.
     pub queue_depth: u64,
+    /// Remote sinks: bytes in their spools.
+    pub spool_bytes: u64,
+    /// Remote sinks: rows spooled and not yet taken by the server.
+    pub spool_waiting: u64,
+    /// Remote sinks: rows the server took.
+    pub shipped: u64,
+    /// Remote sinks: failed tries (each retried).
+    pub ship_errors: u64,
 }
 
 #[derive(Default)]
@@ -55,6 +66,11 @@ struct Counters {
     dropped: AtomicU64,
     sink_errors: AtomicU64,
     lost: AtomicU64,
+    pending: AtomicU64,
+    spool_bytes: AtomicU64,
+    spool_waiting: AtomicU64,
+    shipped: AtomicU64,
+    ship_errors: AtomicU64,
 }
 
 /// The recorder handle, shared by every connection of a gateway.
@@ -157,7 +173,12 @@ impl Recorder {
             dropped: c.dropped.load(Ordering::Relaxed),
             sink_errors: c.sink_errors.load(Ordering::Relaxed),
             lost: c.lost.load(Ordering::Relaxed),
+            pending: c.pending.load(Ordering::Relaxed),
             queue_depth: queued.saturating_sub(c.processed.load(Ordering::Relaxed)),
+            spool_bytes: c.spool_bytes.load(Ordering::Relaxed),
+            spool_waiting: c.spool_waiting.load(Ordering::Relaxed),
+            shipped: c.shipped.load(Ordering::Relaxed),
+            ship_errors: c.ship_errors.load(Ordering::Relaxed),
         }
     }
 
@@ -231,7 +252,9 @@ impl Worker {
                         self.flush(&mut batch);
                     }
                     let left: usize = self.pending.iter().map(Vec::len).sum();
-                    self.counters.lost.fetch_add(left as u64, Ordering::Relaxed);
+                    self.lose(left as u64);
+                    // Remote sinks send what they can now (their shippers drain on drop).
+                    self.sinks.clear();
                     return;
                 }
             }
@@ -240,8 +263,48 @@ impl Worker {
                 .queued
                 .load(Ordering::Relaxed)
                 .saturating_sub(self.counters.processed.load(Ordering::Relaxed));
-            self.metrics.queue_depth.set(depth as i64);
+            // Records kept for a failing sink are waiting to be written too.
+            let pending = self.counters.pending.load(Ordering::Relaxed);
+            self.metrics.queue_depth.set((depth + pending) as i64);
+            self.remote_figures();
         }
+    }
+
+    /// Counts records no sink will ever take.
+    fn lose(&self, n: u64) {
+        if n > 0 {
+            self.counters.lost.fetch_add(n, Ordering::Relaxed);
+            self.metrics.lost.inc_by(n);
+        }
+    }
+
+    /// Copies the remote sinks' figures into the counters and metrics.
+    fn remote_figures(&self) {
+        let mut sum = crate::RemoteStats::default();
+        let mut any = false;
+        for stats in self.sinks.iter().filter_map(Sink::remote_stats) {
+            any = true;
+            sum.spool.bytes += stats.spool.bytes;
+            sum.spool.waiting += stats.spool.waiting;
+            sum.shipped += stats.shipped;
+            sum.errors += stats.errors;
+        }
+        if !any {
+            return;
+        }
+        let c = &self.counters;
+        c.spool_bytes.store(sum.spool.bytes, Ordering::Relaxed);
+        c.spool_waiting.store(sum.spool.waiting, Ordering::Relaxed);
+        self.metrics.spool_bytes.set(sum.spool.bytes as i64);
+        self.metrics.spool_waiting.set(sum.spool.waiting as i64);
+        let shipped = c.shipped.swap(sum.shipped, Ordering::Relaxed);
+        self.metrics
+            .shipped
+            .inc_by(sum.shipped.saturating_sub(shipped));
+        let errors = c.ship_errors.swap(sum.errors, Ordering::Relaxed);
+        self.metrics
+            .ship_errors
+            .inc_by(sum.errors.saturating_sub(errors));
     }
 
     /// Writes `batch` to every sink. A sink that fails (its file locked past the busy
@@ -255,7 +318,9 @@ impl Worker {
         for (sink, pending) in self.sinks.iter_mut().zip(self.pending.iter_mut()) {
             if !pending.is_empty() {
                 match sink.write(pending) {
-                    Ok(()) => {
+                    Ok(refused) => {
+                        self.counters.lost.fetch_add(refused, Ordering::Relaxed);
+                        self.metrics.lost.inc_by(refused);
                         tracing::info!(sink = %sink.name(), records = pending.len(), "written after earlier failures");
                         pending.clear();
                     }
@@ -267,6 +332,7 @@ impl Worker {
                         if over > 0 {
                             pending.drain(..over);
                             self.counters.lost.fetch_add(over as u64, Ordering::Relaxed);
+                            self.metrics.lost.inc_by(over as u64);
                         }
                         continue;
                     }
@@ -275,16 +341,26 @@ impl Worker {
             if batch.is_empty() {
                 continue;
             }
-            if let Err(e) = sink.write(batch) {
-                self.counters.sink_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(sink = %sink.name(), error = %e, records = batch.len(), "writing records failed; kept for the next try");
-                pending.extend(batch.iter().cloned());
+            match sink.write(batch) {
+                Ok(refused) => {
+                    self.counters.lost.fetch_add(refused, Ordering::Relaxed);
+                    self.metrics.lost.inc_by(refused);
+                }
+                Err(e) => {
+                    self.counters.sink_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(sink = %sink.name(), error = %e, records = batch.len(), "writing records failed; kept for the next try");
+                    pending.extend(batch.iter().cloned());
+                }
             }
         }
         self.counters
             .recorded
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         batch.clear();
+        let pending = self.pending.iter().map(Vec::len).max().unwrap_or(0);
+        self.counters
+            .pending
+            .store(pending as u64, Ordering::Relaxed);
     }
 
     /// The records of one capture: one per call, one per element of a JSON-RPC batch.

@@ -1,17 +1,27 @@
-//! Where records go: SQLite (the default, one file per node) and JSON lines.
+//! Where records go: SQLite (the default, one file per node), JSON lines, and ClickHouse.
 //!
 //! SQLite: WAL mode, one transaction per batch, the schema versioned with `PRAGMA
 //! user_version` and applied by ordered migrations, so a newer sszgate upgrades an older file
 //! in place. JSON lines: one record per line, to stdout (`jsonl:-`) or a file (appended).
+//! ClickHouse: records are appended to a local spool and shipped by their own thread
+//! (`clickhouse`), so a write here never waits for the server.
 
 use std::{
     fs::OpenOptions,
     io::{BufWriter, Write},
+    path::PathBuf,
+    sync::Arc,
+    time::Duration,
 };
 
 use rusqlite::{Connection, params};
 
-use crate::{Error, Result, record::Record};
+use crate::{
+    Error, Result,
+    clickhouse::{self, ClickHouseUrl, Identity, Shipper},
+    record::Record,
+    spool::{Spool, SpoolStats},
+};
 
 /// A parsed `--store` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +30,8 @@ pub enum SinkSpec {
     Sqlite(String),
     /// `jsonl:PATH`, `jsonl:-` for stdout.
     Jsonl(String),
+    /// `clickhouse:http://[USER[:PASSWORD]@]HOST:PORT/DB`.
+    ClickHouse(ClickHouseUrl),
     /// `none`: metrics only.
     None,
 }
@@ -31,10 +43,54 @@ impl std::str::FromStr for SinkSpec {
         match s.split_once(':') {
             Some(("sqlite", path)) if !path.is_empty() => Ok(SinkSpec::Sqlite(path.to_string())),
             Some(("jsonl", path)) if !path.is_empty() => Ok(SinkSpec::Jsonl(path.to_string())),
+            Some(("clickhouse", url)) => url
+                .parse()
+                .map(SinkSpec::ClickHouse)
+                .map_err(|detail| Error::BadSpec(format!("{s}: {detail}"))),
             None if s == "none" => Ok(SinkSpec::None),
             _ => Err(Error::BadSpec(s.to_string())),
         }
     }
+}
+
+/// How sinks that keep rows for a remote server are set up.
+#[derive(Clone, Debug)]
+pub struct SinkOptions {
+    /// The directory spools are kept in (one subdirectory per remote sink).
+    pub spool_dir: PathBuf,
+    /// Bytes a spool may hold on disk before new rows are refused (and counted).
+    pub spool_max_bytes: u64,
+    /// Who writes the rows (stamped on each).
+    pub identity: Identity,
+    /// How long the shipper goes on sending at shutdown before leaving rows for the next start.
+    pub drain: Duration,
+    /// Per-request timeout towards the remote server.
+    pub timeout: Duration,
+}
+
+impl Default for SinkOptions {
+    fn default() -> SinkOptions {
+        SinkOptions {
+            spool_dir: PathBuf::from("sszgate-spool"),
+            spool_max_bytes: 1 << 30,
+            identity: Identity::new(None, None),
+            drain: Duration::from_secs(5),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Figures of a sink that ships to a remote server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RemoteStats {
+    /// The spool's figures.
+    pub spool: SpoolStats,
+    /// Rows the server took.
+    pub shipped: u64,
+    /// Rows a replay found already there (and did not send again).
+    pub already_there: u64,
+    /// Failed tries.
+    pub errors: u64,
 }
 
 /// An open sink.
@@ -54,6 +110,17 @@ pub enum Sink {
         body_bytes: usize,
         /// The writer.
         out: BufWriter<Box<dyn Write + Send>>,
+    },
+    /// A ClickHouse database, through a local spool.
+    ClickHouse {
+        /// The address (without password).
+        name: String,
+        /// Who writes the rows.
+        identity: Identity,
+        /// Rows waiting for the server.
+        spool: Arc<Spool>,
+        /// The thread that sends them.
+        shipper: Shipper,
     },
 }
 
@@ -117,10 +184,38 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 impl Sink {
-    /// Opens (and creates or migrates) a sink.
+    /// Opens (and creates or migrates) a sink, with the default [`SinkOptions`].
     pub fn open(spec: &SinkSpec) -> Result<Option<Sink>> {
+        Sink::open_with(spec, &SinkOptions::default())
+    }
+
+    /// Opens (and creates or migrates) a sink.
+    pub fn open_with(spec: &SinkSpec, options: &SinkOptions) -> Result<Option<Sink>> {
         Ok(match spec {
             SinkSpec::None => None,
+            SinkSpec::ClickHouse(url) => {
+                // One spool per server and database, so two such sinks never share one.
+                let name: String = format!(
+                    "{}_{}",
+                    url.endpoint.trim_start_matches("http://"),
+                    url.database
+                )
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+                let spool = Arc::new(Spool::open(
+                    &options.spool_dir.join(name),
+                    options.spool_max_bytes,
+                )?);
+                let client = clickhouse::Client::new(url.clone(), options.timeout);
+                let shipper = Shipper::start(client, spool.clone(), options.drain);
+                Some(Sink::ClickHouse {
+                    name: url.to_string(),
+                    identity: options.identity.clone(),
+                    spool,
+                    shipper,
+                })
+            }
             SinkSpec::Sqlite(path) => {
                 let err = |source| Error::Sqlite {
                     path: path.clone(),
@@ -170,9 +265,22 @@ impl Sink {
         })
     }
 
-    /// Writes a batch of records.
-    pub fn write(&mut self, records: &[Record]) -> Result<()> {
+    /// Writes a batch of records; returns how many it refused for good (a full spool).
+    pub fn write(&mut self, records: &[Record]) -> Result<u64> {
         match self {
+            Sink::ClickHouse {
+                identity,
+                spool,
+                shipper,
+                ..
+            } => {
+                let spool_id = spool.id().to_string();
+                let refused = spool.append(records, |record, seq, out| {
+                    clickhouse::call_row(record, identity, &spool_id, seq, out)
+                })?;
+                shipper.wake();
+                Ok(refused)
+            }
             Sink::Sqlite { path, conn } => {
                 let err = |source| Error::Sqlite {
                     path: path.clone(),
@@ -245,7 +353,7 @@ impl Sink {
                             .map_err(err)?;
                     }
                 }
-                tx.commit().map_err(err)
+                tx.commit().map_err(err).map(|()| 0)
             }
             Sink::Jsonl { path, out, .. } => {
                 let err = |source| Error::Io {
@@ -256,7 +364,7 @@ impl Sink {
                     serde_json::to_writer(&mut *out, r).map_err(|e| err(e.into()))?;
                     out.write_all(b"\n").map_err(err)?;
                 }
-                out.flush().map_err(err)
+                out.flush().map_err(err).map(|()| 0)
             }
         }
     }
@@ -274,7 +382,7 @@ impl Sink {
     pub fn body_bytes(&self) -> usize {
         match self {
             Sink::Jsonl { body_bytes, .. } => *body_bytes,
-            Sink::Sqlite { .. } => 0,
+            Sink::Sqlite { .. } | Sink::ClickHouse { .. } => 0,
         }
     }
 
@@ -283,6 +391,23 @@ impl Sink {
         match self {
             Sink::Sqlite { path, .. } => format!("sqlite:{path}"),
             Sink::Jsonl { path, .. } => format!("jsonl:{path}"),
+            Sink::ClickHouse { name, .. } => format!("clickhouse:{name}"),
+        }
+    }
+
+    /// The figures of a sink that ships to a remote server (none for local sinks).
+    pub fn remote_stats(&self) -> Option<RemoteStats> {
+        match self {
+            Sink::ClickHouse { spool, shipper, .. } => {
+                let s = shipper.stats();
+                Some(RemoteStats {
+                    spool: spool.stats(),
+                    shipped: s.shipped.load(std::sync::atomic::Ordering::Relaxed),
+                    already_there: s.already_there.load(std::sync::atomic::Ordering::Relaxed),
+                    errors: s.errors.load(std::sync::atomic::Ordering::Relaxed),
+                })
+            }
+            Sink::Sqlite { .. } | Sink::Jsonl { .. } => None,
         }
     }
 }

@@ -1,0 +1,86 @@
+//! The versioned ClickHouse DDL (`crates/record/clickhouse/NNN_*.sql`) and its migration: each
+//! server records the versions it has in `sszgate_schema`, and a newer sszgate applies the
+//! missing ones in order on first use. The fill statements of the xatu-shaped tables live
+//! here too. Everything is kept within what ClickHouse 18.16 accepts.
+
+use super::{ClickHouseError, Client};
+
+/// The schema versions, in order: (version, DDL with `{db}` for the database).
+pub const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../clickhouse/001_calls.sql")),
+    (2, include_str!("../../clickhouse/002_xatu.sql")),
+];
+
+/// Fills `execution_engine_new_payload` from one batch of `sszgate_calls` rows.
+pub const FILL_NEW_PAYLOAD: &str = include_str!("../../clickhouse/fill_new_payload.sql");
+
+/// Fills `execution_engine_get_blobs` from one batch of `sszgate_calls` rows.
+pub const FILL_GET_BLOBS: &str = include_str!("../../clickhouse/fill_get_blobs.sql");
+
+/// The statements of a SQL file: comment lines dropped, split at the `;` ending a line.
+pub(crate) fn statements(sql: &str) -> Vec<String> {
+    let text: String = sql
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    text.split(";\n")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Creates the database and applies the schema versions the server does not have yet;
+/// returns the version it is at.
+pub fn migrate(client: &Client) -> Result<u32, ClickHouseError> {
+    let db = &client.url().database;
+    client.execute(&format!("CREATE DATABASE IF NOT EXISTS {db}"))?;
+    client.execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {db}.sszgate_schema (version UInt32, applied DateTime) ENGINE = TinyLog"
+    ))?;
+    let have: u32 = client
+        .execute(&format!("SELECT max(version) FROM {db}.sszgate_schema"))?
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let mut at = have;
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > have) {
+        for statement in statements(&sql.replace("{db}", db)) {
+            client.execute(&statement)?;
+        }
+        client.execute(&format!(
+            "INSERT INTO {db}.sszgate_schema VALUES ({version}, now())"
+        ))?;
+        tracing::info!(database = %db, version, "ClickHouse schema applied");
+        at = *version;
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_splits_into_its_statements() {
+        let counts: Vec<usize> = MIGRATIONS
+            .iter()
+            .map(|(_, s)| statements(s).len())
+            .collect();
+        assert_eq!(counts, [1, 2]);
+        for sql in [FILL_NEW_PAYLOAD, FILL_GET_BLOBS] {
+            let parts = statements(sql);
+            assert_eq!(parts.len(), 1);
+            assert!(parts[0].starts_with("INSERT INTO {db}.execution_engine_"));
+            for placeholder in ["{db}", "{spool_id}", "{first}", "{last}", "{replay}"] {
+                assert!(parts[0].contains(placeholder), "{placeholder}");
+            }
+        }
+    }
+
+    #[test]
+    fn versions_ascend() {
+        assert!(MIGRATIONS.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+}
