@@ -253,8 +253,9 @@ impl Worker {
                     }
                     let left: usize = self.pending.iter().map(Vec::len).sum();
                     self.lose(left as u64);
-                    // Remote sinks send what they can now (their shippers drain on drop).
-                    self.sinks.clear();
+                    // Remote sinks send what they can now; their last figures are kept.
+                    let closed = self.sinks.drain(..).filter_map(Sink::close).collect();
+                    self.publish_remote(closed);
                     return;
                 }
             }
@@ -266,7 +267,7 @@ impl Worker {
             // Records kept for a failing sink are waiting to be written too.
             let pending = self.counters.pending.load(Ordering::Relaxed);
             self.metrics.queue_depth.set((depth + pending) as i64);
-            self.remote_figures();
+            self.publish_remote(self.sinks.iter().filter_map(Sink::remote_stats).collect());
         }
     }
 
@@ -279,10 +280,10 @@ impl Worker {
     }
 
     /// Copies the remote sinks' figures into the counters and metrics.
-    fn remote_figures(&self) {
+    fn publish_remote(&self, remote: Vec<crate::RemoteStats>) {
         let mut sum = crate::RemoteStats::default();
         let mut any = false;
-        for stats in self.sinks.iter().filter_map(Sink::remote_stats) {
+        for stats in remote {
             any = true;
             sum.spool.bytes += stats.spool.bytes;
             sum.spool.waiting += stats.spool.waiting;

@@ -395,19 +395,34 @@ impl Sink {
         }
     }
 
-    /// The figures of a sink that ships to a remote server (none for local sinks).
-    pub fn remote_stats(&self) -> Option<RemoteStats> {
+    /// Closes the sink: a remote one sends what it can within its drain time (the rest stays
+    /// spooled for the next start) and gives its last figures.
+    pub fn close(self) -> Option<RemoteStats> {
         match self {
             Sink::ClickHouse { spool, shipper, .. } => {
-                let s = shipper.stats();
-                Some(RemoteStats {
-                    spool: spool.stats(),
-                    shipped: s.shipped.load(std::sync::atomic::Ordering::Relaxed),
-                    already_there: s.already_there.load(std::sync::atomic::Ordering::Relaxed),
-                    errors: s.errors.load(std::sync::atomic::Ordering::Relaxed),
-                })
+                let shipped = shipper.stop();
+                Some(remote_stats(&spool, &shipped))
             }
             Sink::Sqlite { .. } | Sink::Jsonl { .. } => None,
         }
+    }
+
+    /// The figures of a sink that ships to a remote server (none for local sinks).
+    pub fn remote_stats(&self) -> Option<RemoteStats> {
+        match self {
+            Sink::ClickHouse { spool, shipper, .. } => Some(remote_stats(spool, shipper.stats())),
+            Sink::Sqlite { .. } | Sink::Jsonl { .. } => None,
+        }
+    }
+}
+
+/// The figures of a spool and its shipper.
+fn remote_stats(spool: &Spool, shipped: &clickhouse::ShipStats) -> RemoteStats {
+    use std::sync::atomic::Ordering::Relaxed;
+    RemoteStats {
+        spool: spool.stats(),
+        shipped: shipped.shipped.load(Relaxed),
+        already_there: shipped.already_there.load(Relaxed),
+        errors: shipped.errors.load(Relaxed),
     }
 }

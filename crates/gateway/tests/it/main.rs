@@ -3,6 +3,7 @@
 
 mod auth;
 mod bridge;
+mod clickhouse;
 mod dashboard;
 mod fake_el;
 mod faults;
@@ -36,6 +37,9 @@ thread_local! {
     /// The limits of the next proxy this thread starts (tests of the limits set them).
     pub(crate) static LIMITS: std::cell::RefCell<sszgate_gateway::Limits> =
         std::cell::RefCell::new(sszgate_gateway::Limits::default());
+    /// Sinks the next proxy this thread starts writes to besides its SQLite file.
+    pub(crate) static EXTRA_SINKS: std::cell::RefCell<Vec<Sink>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Proxy {
@@ -172,8 +176,10 @@ impl Proxy {
         let sink = Sink::open(&SinkSpec::Sqlite(db.display().to_string()))
             .unwrap()
             .unwrap();
+        let mut sinks = vec![sink];
+        sinks.extend(EXTRA_SINKS.with(|s| std::mem::take(&mut *s.borrow_mut())));
         let recorder = Arc::new(Recorder::start_verifying(
-            vec![sink],
+            sinks,
             "proxy",
             vec![("node".into(), "test-1".into())],
             1024,

@@ -96,13 +96,25 @@ impl Shipper {
     }
 }
 
-impl Drop for Shipper {
-    fn drop(&mut self) {
+impl Shipper {
+    /// Stops the shipper (after its drain) and gives its figures.
+    pub fn stop(mut self) -> Arc<ShipStats> {
+        self.halt();
+        self.stats.clone()
+    }
+
+    fn halt(&mut self) {
         *self.signal.stopping.lock().expect("shipper lock") = true;
         self.signal.wake.notify_one();
         if let Some(handle) = self.handle.take() {
             let _ = handle.join();
         }
+    }
+}
+
+impl Drop for Shipper {
+    fn drop(&mut self) {
+        self.halt();
     }
 }
 
