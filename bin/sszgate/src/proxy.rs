@@ -2,12 +2,17 @@
 //! server until SIGINT/SIGTERM, then a graceful drain (in-flight calls finish, queued records
 //! are written).
 
-use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use sszgate_gateway::{JwtSecret, ProxyConfig, Upstream, UpstreamTransport};
-use sszgate_record::{Recorder, Sink, SinkSpec};
+use sszgate_record::{Recorder, Sink, SinkOptions, SinkSpec, clickhouse::Identity};
 use tokio::net::TcpListener;
 
 /// Arguments of `sszgate proxy`.
@@ -79,7 +84,8 @@ pub(crate) struct ProxyArgs {
     )]
     jwt_secret: Option<String>,
 
-    /// Where records go; repeatable: sqlite:PATH, jsonl:PATH, jsonl:- (stdout), none.
+    /// Where records go; repeatable: sqlite:PATH, jsonl:PATH, jsonl:- (stdout),
+    /// clickhouse:http://[USER[:PASSWORD]@]HOST:PORT/DB (through a local spool), none.
     #[arg(
         long = "store",
         env = "SSZGATE_STORE",
@@ -112,6 +118,35 @@ pub(crate) struct ProxyArgs {
         help_heading = "Recording"
     )]
     queue: usize,
+
+    /// Where ClickHouse rows wait for the server (one subdirectory per server and database);
+    /// rows still there at exit are sent at the next start.
+    #[arg(
+        long,
+        env = "SSZGATE_SPOOL_DIR",
+        default_value = "sszgate-spool",
+        help_heading = "Recording"
+    )]
+    spool_dir: PathBuf,
+
+    /// Bytes the spool may hold on disk; past that, new rows are refused and counted
+    /// (sszgate_records_lost_total), the ones waiting keep their order.
+    #[arg(
+        long,
+        env = "SSZGATE_SPOOL_MAX_BYTES",
+        default_value_t = 1 << 30,
+        help_heading = "Recording"
+    )]
+    spool_max_bytes: u64,
+
+    /// This node's name on every ClickHouse row (default: the host name).
+    #[arg(long, env = "SSZGATE_NODE", help_heading = "Recording")]
+    node: Option<String>,
+
+    /// The network's name on every ClickHouse row (mainnet, hoodi, sepolia, …; default
+    /// unknown).
+    #[arg(long, env = "SSZGATE_NETWORK", help_heading = "Recording")]
+    network: Option<String>,
 
     /// Authentication: passthrough (relay the CL's JWT untouched; the EL decides) or verify
     /// (check every call's JWT here, 401 before anything reaches the EL, and sign upstream
@@ -210,10 +245,16 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
     let upstream = Upstream::new(&args.upstream, args.upstream_timeout, args.upstream_http2)?;
     let secret = args.jwt_secret.as_deref().map(jwt).transpose()?;
     let mut sinks = Vec::new();
+    let sink_options = SinkOptions {
+        spool_dir: args.spool_dir.clone(),
+        spool_max_bytes: args.spool_max_bytes,
+        identity: Identity::new(args.node.clone(), args.network.clone()),
+        ..SinkOptions::default()
+    };
     for spec in &args.stores {
         let spec: SinkSpec = spec.parse()?;
-        if let Some(sink) =
-            Sink::open(&spec).with_context(|| format!("opening --store {spec:?}"))?
+        if let Some(sink) = Sink::open_with(&spec, &sink_options)
+            .with_context(|| format!("opening --store {spec:?}"))?
         {
             sinks.push(sink.with_body_bytes(args.jsonl_body_bytes));
         }

@@ -15,10 +15,12 @@ use clap::Args;
 Examples:
   sszgate report --store sqlite:sszgate.db --out report
   sszgate report --store sqlite:dn/records.db --store sqlite:dn/driver.db --group-by way --out report
-  sszgate report --store sqlite:sszgate.db --since 2h --out last-two-hours")]
+  sszgate report --store sqlite:sszgate.db --since 2h --out last-two-hours
+  sszgate report --store clickhouse:http://127.0.0.1:8123/sszgate --group-by node --out fleet")]
 pub(crate) struct ReportArgs {
-    /// A store to read: sqlite:PATH (the proxy's or the driver's records); repeatable, the
-    /// calls of all of them are reported together.
+    /// A store to read: sqlite:PATH (the proxy's or the driver's records) or
+    /// clickhouse:http://[USER[:PASSWORD]@]HOST:PORT/DB (every node's records; node and
+    /// network can be grouped by); repeatable, the calls of all of them are reported together.
     #[arg(long = "store", required = true)]
     stores: Vec<String>,
     /// Only calls since this time: RFC 3339 (2026-11-23T14:00:00Z) or an age (2h, 30m).
@@ -60,8 +62,19 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     let mut calls = Vec::new();
     let mut read = Vec::new();
     for store in &args.stores {
+        if let Some(url) = store.strip_prefix("clickhouse:") {
+            let url: sszgate_record::clickhouse::ClickHouseUrl = url
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--store {store:?}: {e}"))?;
+            let client =
+                sszgate_record::clickhouse::Client::new(url.clone(), Duration::from_secs(120));
+            let found = sszgate_report::load_clickhouse(&client, &query)?;
+            read.push(format!("clickhouse {url} ({} calls)", found.len()));
+            calls.extend(found);
+            continue;
+        }
         let Some(path) = store.strip_prefix("sqlite:") else {
-            bail!("--store {store:?}: reports read sqlite:PATH stores");
+            bail!("--store {store:?}: reports read sqlite:PATH or clickhouse:http://HOST:PORT/DB");
         };
         let path = PathBuf::from(path);
         if !path.exists() {

@@ -216,19 +216,14 @@ fn post(addr: &str, body: &str) -> String {
     answer
 }
 
-/// The proxy as a user runs it: flags, a real EL socket, SIGTERM, and every record written.
-#[test]
-fn proxy_relays_records_and_drains_on_sigterm() {
-    let el = tiny_el(
-        r#"{"jsonrpc":"2.0","id":1,"result":{"status":"VALID","latestValidHash":null,"validationError":null}}"#,
-    );
-    let dir = std::env::temp_dir().join(format!("sszgate-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// `sszgate proxy` relaying to `el` with `extra` arguments, once it accepts connections;
+/// returns the process and its listen address.
+fn start_proxy(el: std::net::SocketAddr, extra: &[String]) -> (std::process::Child, String) {
     let (listen, metrics) = (
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
+    let child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
         .args([
             "proxy",
             "--upstream",
@@ -240,11 +235,7 @@ fn proxy_relays_records_and_drains_on_sigterm() {
             "--upstream-transport",
             "relay",
         ])
-        .arg("--store")
-        .arg(format!("sqlite:{}", dir.join("calls.db").display()))
-        .arg("--store")
-        .arg(format!("jsonl:{}", dir.join("calls.jsonl").display()))
-        .args(["--label", "node=cli-test"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -257,17 +248,11 @@ fn proxy_relays_records_and_drains_on_sigterm() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    for id in 1..=3 {
-        let answer = post(
-            &listen,
-            &format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"engine_newPayloadV1","params":[{{}}]}}"#
-            ),
-        );
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-        assert!(answer.ends_with(r#""validationError":null}}"#), "{answer}");
-    }
-    // SIGTERM: the proxy drains and writes what it recorded before it exits.
+    (child, listen)
+}
+
+/// Sends SIGTERM to `child` and checks it exits 0.
+fn terminate(mut child: std::process::Child) {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -275,6 +260,44 @@ fn proxy_relays_records_and_drains_on_sigterm() {
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
+}
+
+const VALID: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"status":"VALID","latestValidHash":null,"validationError":null}}"#;
+
+/// Three newPayloadV1 calls through the proxy at `listen`, each answered VALID.
+fn three_calls(listen: &str) {
+    for id in 1..=3 {
+        let answer = post(
+            listen,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"engine_newPayloadV1","params":[{{}}]}}"#
+            ),
+        );
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with(r#""validationError":null}}"#), "{answer}");
+    }
+}
+
+/// The proxy as a user runs it: flags, a real EL socket, SIGTERM, and every record written.
+#[test]
+fn proxy_relays_records_and_drains_on_sigterm() {
+    let el = tiny_el(VALID);
+    let dir = std::env::temp_dir().join(format!("sszgate-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (child, listen) = start_proxy(
+        el,
+        &[
+            "--store".into(),
+            format!("sqlite:{}", dir.join("calls.db").display()),
+            "--store".into(),
+            format!("jsonl:{}", dir.join("calls.jsonl").display()),
+            "--label".into(),
+            "node=cli-test".into(),
+        ],
+    );
+    three_calls(&listen);
+    // SIGTERM: the proxy drains and writes what it recorded before it exits.
+    terminate(child);
     let jsonl = std::fs::read_to_string(dir.join("calls.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = jsonl
         .lines()
@@ -297,6 +320,67 @@ fn proxy_relays_records_and_drains_on_sigterm() {
         .unwrap();
     assert_eq!(count, 3);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--store clickhouse:` as a user runs it against a real server: the rows carry the node
+/// and network given, and `sszgate report` reads them back into a report.
+#[test]
+fn proxy_ships_to_clickhouse_and_report_reads_it() {
+    use sszgate_record::clickhouse::test_server::ClickHouseServer;
+    let Some(server) = ClickHouseServer::start() else {
+        return;
+    };
+    let el = tiny_el(VALID);
+    let dir = tempfile::tempdir().unwrap();
+    let (child, listen) = start_proxy(
+        el,
+        &[
+            "--store".into(),
+            format!("clickhouse:{}", server.url("cli")),
+            "--spool-dir".into(),
+            dir.path().join("spool").display().to_string(),
+            "--node".into(),
+            "cli-node".into(),
+            "--network".into(),
+            "hoodi".into(),
+        ],
+    );
+    three_calls(&listen);
+    terminate(child);
+    let client = server.client("cli");
+    let rows = client
+        .execute("SELECT method, payload_status, node, network FROM cli.sszgate_calls ORDER BY seq FORMAT TSV")
+        .unwrap();
+    assert_eq!(
+        rows,
+        "engine_newPayloadV1\tVALID\tcli-node\thoodi\n".repeat(3),
+        "every call is in ClickHouse, once"
+    );
+    let out = dir.path().join("report");
+    let report = sszgate(
+        &[
+            "report",
+            "--store",
+            &format!("clickhouse:{}", server.url("cli")),
+            "--group-by",
+            "node",
+            "--out",
+            &out.display().to_string(),
+        ],
+        b"",
+    );
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("3 calls from clickhouse http://127.0.0.1:"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| engine_newPayloadV1 |"), "{markdown}");
+    assert!(out.join("report.html").exists());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! bridge's translation time and bytes saved, and the verification verdicts.
 //!
 //! - [`load`]: records from a SQLite store (the proxy's and the driver's schema), filtered by
-//!   time;
+//!   time; [`load_clickhouse`]: the same from a ClickHouse database (a fleet's `sszgate_calls`);
 //! - [`build`]: the analyses, as [`Section`]s of tables with charts;
 //! - [`Report::markdown`] and [`Report::html`] (self-contained: inline CSS and SVG, no script).
 //!
@@ -30,6 +30,14 @@ pub enum ReportError {
     /// The file holds no `calls` table.
     #[error("{0}: not an sszgate store (no calls table)")]
     NotAStore(String),
+    /// ClickHouse could not be read.
+    #[error("clickhouse {url}: {source}")]
+    ClickHouse {
+        /// The database.
+        url: String,
+        /// Why.
+        source: sszgate_record::clickhouse::ClickHouseError,
+    },
 }
 
 /// One call record, as the report needs it.
@@ -167,6 +175,93 @@ pub fn load(path: &std::path::Path, query: &Query) -> Result<Vec<Call>, ReportEr
         )
         .map_err(err)?;
     rows.collect::<Result<_, _>>().map_err(err)
+}
+
+/// A row of `sszgate_calls` as the report reads it (aliases differ from the column names:
+/// ClickHouse resolves an alias before a column of the same name).
+#[derive(serde::Deserialize)]
+struct ClickHouseCall {
+    source: String,
+    arrival_unix_us: i64,
+    method_name: String,
+    transport: String,
+    mode: String,
+    status: i64,
+    is_error: u8,
+    total_us: f64,
+    overhead_us: Option<f64>,
+    blob_count: Option<i64>,
+    el_client: Option<String>,
+    response_bytes: i64,
+    translate_request_us: Option<f64>,
+    translate_response_us: Option<f64>,
+    upstream_request_bytes: Option<i64>,
+    request_bytes: i64,
+    upstream_response_bytes: Option<i64>,
+    verdict: Option<String>,
+    verify_check: Option<String>,
+    labels: String,
+    node: String,
+    network: String,
+}
+
+/// Reads the calls of a ClickHouse database (`sszgate_calls`, every node's). Each call's
+/// labels also hold its `node` and `network`, so a report can be grouped by them.
+pub fn load_clickhouse(
+    client: &sszgate_record::clickhouse::Client,
+    query: &Query,
+) -> Result<Vec<Call>, ReportError> {
+    let db = &client.url().database;
+    let sql = format!(
+        "SELECT source, arrival_unix_us, ifNull(method, '(none)') AS method_name, transport, mode,
+                status, isNotNull(error_code) OR status >= 400 AS is_error, total_us, overhead_us,
+                blob_count, el_client, response_bytes, translate_request_us, translate_response_us,
+                upstream_request_bytes, request_bytes, upstream_response_bytes, verdict,
+                verify_check, labels, node, network
+         FROM {db}.sszgate_calls
+         WHERE arrival_unix_us >= {} AND arrival_unix_us < {}
+         ORDER BY arrival_unix_us, node, seq",
+        query.since_us.unwrap_or(i64::MIN),
+        query.until_us.unwrap_or(i64::MAX),
+    );
+    let rows: Vec<ClickHouseCall> =
+        client
+            .rows(&sql)
+            .map_err(|source| ReportError::ClickHouse {
+                url: client.url().to_string(),
+                source,
+            })?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let mut labels: BTreeMap<String, String> =
+                serde_json::from_str(&r.labels).unwrap_or_default();
+            labels.entry("node".into()).or_insert(r.node);
+            labels.entry("network".into()).or_insert(r.network);
+            Call {
+                source: r.source,
+                arrival_unix_us: r.arrival_unix_us,
+                method: r.method_name,
+                transport: r.transport,
+                mode: r.mode,
+                status: r.status,
+                error: r.is_error != 0,
+                total_us: r.total_us,
+                overhead_us: r.overhead_us,
+                blob_count: r.blob_count,
+                el_client: r.el_client,
+                response_bytes: r.response_bytes,
+                translate_request_us: r.translate_request_us,
+                translate_response_us: r.translate_response_us,
+                upstream_request_bytes: r.upstream_request_bytes,
+                request_bytes: r.request_bytes,
+                upstream_response_bytes: r.upstream_response_bytes,
+                verdict: r.verdict,
+                verify_check: r.verify_check,
+                labels,
+            }
+        })
+        .collect())
 }
 
 /// A table: a header row and the rows, as text.

@@ -229,3 +229,107 @@ fn the_page_is_self_contained_and_renders_in_chromium() {
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
 }
+
+/// Records through the recorder to SQLite and ClickHouse at once: a mix of methods, modes,
+/// blob counts, errors and two labels, with known timings.
+fn record_both(sqlite: &Path, clickhouse: Option<(&str, &Path)>) {
+    use sszgate_record::{Capture, Recorder, SinkOptions, Transport, clickhouse::Identity};
+    let mut sinks = vec![
+        Sink::open(&SinkSpec::Sqlite(sqlite.display().to_string()))
+            .unwrap()
+            .unwrap(),
+    ];
+    if let Some((url, spool)) = clickhouse {
+        let options = SinkOptions {
+            spool_dir: spool.to_path_buf(),
+            identity: Identity::new(Some("node-b".into()), Some("mainnet".into())),
+            ..SinkOptions::default()
+        };
+        sinks.push(
+            Sink::open_with(&SinkSpec::ClickHouse(url.parse().unwrap()), &options)
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    let recorder = Recorder::start(sinks, "proxy", vec![("way".into(), "proxy".into())], 256);
+    for i in 0..40u64 {
+        let (method, response) = match i % 4 {
+            0 => (
+                "engine_forkchoiceUpdatedV3",
+                r#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":null}"#.to_string(),
+            ),
+            1 => (
+                "engine_newPayloadV4",
+                r#"{"status":"VALID","latestValidHash":null,"validationError":null}"#.to_string(),
+            ),
+            2 => ("engine_getBlobsV2", "null".to_string()),
+            _ => ("engine_getPayloadV5", String::new()),
+        };
+        let body = if response.is_empty() {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"error":{{"code":-38001,"message":"Unknown payload"}}}}"#
+            )
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{response}}}"#)
+        };
+        recorder.record(Capture {
+            arrival_unix_us: 1_700_000_000_000_000 + i as i64 * 12_000_000,
+            transport: Some(Transport::JsonRpc),
+            http_version: "HTTP/1.1",
+            status: 200,
+            request: format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":[]}}"#)
+                .into(),
+            response: vec![body.into()],
+            total_us: 1000 + i * 37,
+            upstream_ttlb_us: Some(900 + i * 30),
+            ..Capture::default()
+        });
+    }
+    recorder.shutdown();
+}
+
+#[test]
+fn a_clickhouse_store_gives_the_same_calls_and_report_as_sqlite() {
+    let Some(server) = sszgate_record::clickhouse::test_server::ClickHouseServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("calls.db");
+    record_both(
+        &db,
+        Some((&server.url("reports"), &dir.path().join("spool"))),
+    );
+    let from_sqlite = load(&db, &Query::default()).unwrap();
+    let mut from_clickhouse =
+        sszgate_report::load_clickhouse(&server.client("reports"), &Query::default()).unwrap();
+    assert_eq!(from_sqlite.len(), 40);
+    for call in &mut from_clickhouse {
+        // ClickHouse rows add the node and the network to the labels.
+        assert_eq!(call.labels.remove("node").as_deref(), Some("node-b"));
+        assert_eq!(call.labels.remove("network").as_deref(), Some("mainnet"));
+    }
+    assert_eq!(from_clickhouse, from_sqlite);
+    assert_eq!(from_sqlite.iter().filter(|c| c.error).count(), 10);
+    let markdown = |calls| build(calls, Some("way"), "the store".into()).markdown();
+    assert_eq!(markdown(&from_clickhouse), markdown(&from_sqlite));
+
+    // A period: the calls of minutes 2..4 only.
+    let query = Query {
+        since_us: Some(1_700_000_000_000_000 + 120_000_000),
+        until_us: Some(1_700_000_000_000_000 + 240_000_000),
+    };
+    let window = sszgate_report::load_clickhouse(&server.client("reports"), &query).unwrap();
+    assert_eq!(window.len(), 10);
+    assert_eq!(
+        window,
+        load(&db, &query)
+            .unwrap()
+            .into_iter()
+            .map(|mut c| {
+                c.labels.insert("node".into(), "node-b".into());
+                c.labels.insert("network".into(), "mainnet".into());
+                c
+            })
+            .collect::<Vec<_>>()
+    );
+}

@@ -31,7 +31,7 @@ pub use schema::{FILL_GET_BLOBS, FILL_NEW_PAYLOAD, MIGRATIONS, migrate};
 pub use shipper::{ShipStats, Shipper};
 
 /// A parsed ClickHouse address: the HTTP endpoint, the database and the credentials.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClickHouseUrl {
     /// `http://HOST:PORT` (no path, no credentials).
     pub endpoint: String,
@@ -81,6 +81,13 @@ impl std::str::FromStr for ClickHouseUrl {
             user,
             password,
         })
+    }
+}
+
+impl std::fmt::Debug for ClickHouseUrl {
+    /// As [`Display`](std::fmt::Display): never the password, so error messages can show it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
     }
 }
 
