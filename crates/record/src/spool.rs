@@ -121,7 +121,20 @@ impl Spool {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         let id_path = dir.join("id");
         let id = match std::fs::read_to_string(&id_path) {
-            Ok(id) if !id.trim().is_empty() => id.trim().to_string(),
+            // The id goes into the remote side's queries: letters, digits and '-' only.
+            Ok(id) if !id.trim().is_empty() => {
+                let id = id.trim();
+                if !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                    return Err(io_err(
+                        &id_path,
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!("not a spool id: {id:?} (letters, digits and '-' only)"),
+                        ),
+                    ));
+                }
+                id.to_string()
+            }
             _ => {
                 let id = uuid::Uuid::new_v4().simple().to_string();
                 write_atomically(&id_path, id.as_bytes())?;
@@ -469,6 +482,15 @@ mod tests {
         assert_eq!(seqs(&batch), [1, 2, 3]);
         let text = String::from_utf8(batch.data).unwrap();
         assert!(text.ends_with("{\"n\":4,\"seq\":3}\n"), "{text}");
+    }
+
+    #[test]
+    fn a_spool_id_that_is_not_an_id_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("id"), "x' OR 1=1 --").unwrap();
+        let err = Spool::open(dir.path(), 1 << 20).err().unwrap().to_string();
+        assert!(err.contains("not a spool id"), "{err}");
+        assert!(err.contains("/id"), "says which file: {err}");
     }
 
     #[test]
