@@ -493,7 +493,7 @@ fn splice_blobs(doc: &[u8]) -> Option<(Vec<Blob>, Vec<u8>)> {
     const KEY: &[u8] = b"\"blobs\"";
     const WIDTH: usize = 2 + 2 * schema::BYTES_PER_BLOB;
     let skip_ws = |mut i: usize| {
-        while doc.get(i).is_some_and(u8::is_ascii_whitespace) {
+        while doc.get(i).is_some_and(is_json_ws) {
             i += 1;
         }
         i
@@ -657,6 +657,12 @@ pub(crate) fn built_payload_from_json(
     })
 }
 
+/// JSON's whitespace: space, tab, line feed, carriage return. Not `u8::is_ascii_whitespace`,
+/// which also takes form feed: the fast paths would then accept a document serde refuses.
+fn is_json_ws(b: &u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
 /// A cursor over a JSON document of a known, fixed shape (getBlobs answers): every method
 /// returns `None` at the first byte that is not what the shape allows, and the caller then
 /// takes the general serde path — so this path can only be faster, never different.
@@ -667,7 +673,7 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn ws(&mut self) {
-        while self.doc.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+        while self.doc.get(self.at).is_some_and(is_json_ws) {
             self.at += 1;
         }
     }
