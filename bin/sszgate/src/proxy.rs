@@ -52,9 +52,22 @@ pub(crate) struct ProxyArgs {
     )]
     max_in_flight: usize,
 
-    /// Largest request body accepted, bytes (the REST-SSZ spec's MAX_REQUEST_BODY_SIZE).
-    #[arg(long, env = "SSZGATE_MAX_BODY", default_value_t = 64 << 20, help_heading = "Relay")]
+    /// Largest request body accepted, bytes (the REST-SSZ spec's MAX_REQUEST_BODY_SIZE): the
+    /// global cap. Under it each resource and method has the limit of its largest legal
+    /// message (a forkchoiceUpdated a few KB, a GET no body; a newPayload the global cap);
+    /// a larger body is answered 413, from its Content-Length before it is read.
+    #[arg(long, env = "SSZGATE_MAX_BODY", default_value_t = 64 << 20, help_heading = "Limits")]
     max_body: usize,
+
+    /// Largest request head accepted (request line and header fields), bytes; a larger one
+    /// is answered 431.
+    #[arg(
+        long,
+        env = "SSZGATE_MAX_HEADER_BYTES",
+        default_value_t = 8 << 10,
+        help_heading = "Limits"
+    )]
+    max_header_bytes: usize,
 
     /// How to talk to the EL: json (it speaks JSON-RPC only: REST-SSZ calls from the CL are
     /// bridged), ssz (use REST-SSZ upstream: JSON-RPC calls with a REST form are bridged),
@@ -300,6 +313,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
             header_timeout: args.header_timeout,
             body_timeout: args.body_timeout,
             max_in_flight: args.max_in_flight,
+            max_header_bytes: args.max_header_bytes,
         },
         upstream,
         max_body: args.max_body,

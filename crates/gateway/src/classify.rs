@@ -89,6 +89,17 @@ pub(crate) fn classify(
                     id: envelope.id.map(Bytes::copy_from_slice),
                 });
             };
+            let limit = crate::sizes::json_call_limit(m);
+            if call.len() > limit {
+                return Err(Refusal {
+                    problem: Problem::RequestTooLarge,
+                    message: format!(
+                        "call {i} is {} bytes, over the limit of {limit} bytes for {m}",
+                        call.len()
+                    ),
+                    id: envelope.id.map(Bytes::copy_from_slice),
+                });
+            }
             first.get_or_insert_with(|| m.to_string());
         }
         return Ok(Class::JsonRpc { method: first });

@@ -29,6 +29,7 @@ mod control;
 mod enforce;
 mod jwt;
 mod proxy;
+mod sizes;
 mod tap;
 mod upstream;
 mod ws;
@@ -37,6 +38,7 @@ pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
 pub use jwt::JwtSecret;
 pub use proxy::{Limits, ProxyConfig, serve};
+pub use sizes::{json_call_limit, rest_body_limit};
 pub use upstream::{Upstream, UpstreamHealth};
 
 /// Errors that stop the gateway from starting (not per-call errors, which are answered).

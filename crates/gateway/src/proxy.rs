@@ -38,6 +38,10 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Calls handled at once; a call beyond that is answered 503 at once (0: no limit).
     pub max_in_flight: usize,
+    /// Bytes of a request's head (request line and header fields) accepted; a larger head is
+    /// answered 431. The HTTP layer itself buffers at most four times this (HTTP/1.1) and
+    /// takes an h2 header list of at most four times this.
+    pub max_header_bytes: usize,
 }
 
 impl Default for Limits {
@@ -46,6 +50,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
             max_in_flight: 256,
+            max_header_bytes: 8 << 10,
         }
     }
 }
@@ -56,7 +61,8 @@ pub struct ProxyConfig {
     pub limits: Limits,
     /// The EL.
     pub upstream: Upstream,
-    /// Largest request body accepted, bytes (the spec's `MAX_REQUEST_BODY_SIZE` by default).
+    /// Largest request body accepted, bytes (the spec's `MAX_REQUEST_BODY_SIZE` by default):
+    /// the global cap over the per-resource and per-method limits of [`crate::sizes`].
     pub max_body: usize,
     /// The CL name recorded when it sends no `X-Engine-Client-Version`.
     pub cl_label: Option<String>,
@@ -120,6 +126,19 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let (config, recorder, in_flight) = (config.clone(), recorder.clone(), in_flight.clone());
         let header_timeout = config.limits.header_timeout;
+        // The HTTP layer's own caps on a head, a few times the checked limit: a head between
+        // the two is answered by `handle` in the caller's shape; one past the cap never
+        // becomes a request (hyper answers 431; recorded below for HTTP/1.1, where it also
+        // closes the connection).
+        let hard_head = config
+            .limits
+            .max_header_bytes
+            .saturating_mul(crate::sizes::HARD_HEAD_FACTOR);
+        let (h1_buffer, h2_list) = (
+            hard_head.max(crate::sizes::MIN_HTTP1_BUFFER),
+            hard_head.max(crate::sizes::MIN_H2_HEADER_LIST),
+        );
+        let connection_recorder = recorder.clone();
         let service = service_fn(move |request| {
             let (config, recorder) = (config.clone(), recorder.clone());
             // A permit per call, held until its answer is handed to hyper (streaming the
@@ -136,19 +155,45 @@ pub async fn serve(
         builder
             .http1()
             .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(header_timeout);
+            .header_read_timeout(header_timeout)
+            .max_buf_size(h1_buffer);
+        builder
+            .http2()
+            .max_header_list_size(u32::try_from(h2_list).unwrap_or(u32::MAX));
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
         let connection = graceful.watch(connection);
+        let recorder = connection_recorder;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
+                if e.downcast_ref::<hyper::Error>()
+                    .is_some_and(hyper::Error::is_parse_too_large)
+                {
+                    record_head_too_large(&recorder, h1_buffer);
+                }
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
         });
     }
     let _ = tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await;
     Ok(())
+}
+
+/// Records a request whose head overflowed the HTTP layer's buffer: hyper answered it 431
+/// and closed the connection before there was a request to hand us, so only the fact is known.
+fn record_head_too_large(recorder: &Recorder, hard_head: usize) {
+    recorder.record(Capture {
+        arrival_unix_us: now_unix_us(),
+        http_version: "HTTP/1.1",
+        transport: Some(Transport::Other),
+        status: StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE.as_u16(),
+        error_side: Some(ErrorSide::Cl),
+        error_message: Some(format!(
+            "request head over the {hard_head} bytes the HTTP layer buffers, or over 100 header fields: answered 431 and closed"
+        )),
+        ..Capture::default()
+    });
 }
 
 fn now_unix_us() -> i64 {
@@ -195,6 +240,19 @@ fn new_capture(request: &Request<Incoming>, config: &ProxyConfig) -> Capture {
     }
 }
 
+/// The transport a request speaks, judged from its method, path and headers only.
+fn transport_of(request: &Request<Incoming>) -> Transport {
+    if is_websocket_upgrade(request.headers()) {
+        Transport::WebSocket
+    } else if classify::is_json_rpc(request.method(), request.uri().path()) {
+        Transport::JsonRpc
+    } else if request.uri().path().starts_with(method::REST_BASE) {
+        Transport::RestSsz
+    } else {
+        Transport::Other
+    }
+}
+
 /// One call: read, classify, forward, and answer with a tapped body (or a gateway answer).
 async fn handle(
     request: Request<Incoming>,
@@ -203,6 +261,28 @@ async fn handle(
 ) -> Result<Response<ResponseBody>, Infallible> {
     let arrived = Instant::now();
     let mut capture = new_capture(&request, &config);
+    let head = crate::sizes::head_bytes(&request);
+    if head > config.limits.max_header_bytes {
+        let json_rpc = classify::is_json_rpc(request.method(), request.uri().path());
+        capture.transport = Some(transport_of(&request));
+        let refusal = Refusal {
+            problem: Problem::RequestTooLarge,
+            message: format!(
+                "request head of {head} bytes over the limit of {} bytes",
+                config.limits.max_header_bytes
+            ),
+            id: None,
+        };
+        return Ok(refuse_with_status(
+            refusal,
+            json_rpc,
+            capture,
+            arrived,
+            &recorder,
+            ErrorSide::Cl,
+            Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+        ));
+    }
     if config.verify_jwt
         && let Some(refusal) = check_token(&config, request.headers())
     {
@@ -239,11 +319,51 @@ async fn handle(
         Transport::Other
     });
 
+    // The body limit of this call: the resource's for REST-SSZ (known from the path), the
+    // global cap for JSON-RPC (its method is inside the body; each call is held to its own
+    // method's limit once scanned, in `classify`).
+    let route = (!json_rpc_path)
+        .then(|| method::Route::parse(parts.method.as_str(), &capture.target).ok())
+        .flatten();
+    let (body_limit, limit_of) = match &route {
+        Some(route) => (
+            crate::sizes::rest_body_limit(route.resource).min(config.max_body),
+            format!(" for {} {}", parts.method, parts.uri.path()),
+        ),
+        None => (config.max_body, String::new()),
+    };
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(declared) = declared
+        && declared > body_limit as u64
+    {
+        // Refused from the Content-Length alone: not a byte of the body is read.
+        capture.route = route;
+        let refusal = Refusal {
+            problem: Problem::RequestTooLarge,
+            message: format!(
+                "request body of {declared} bytes over the limit of {body_limit} bytes{limit_of}"
+            ),
+            id: None,
+        };
+        return Ok(refuse(
+            refusal,
+            json_rpc_path,
+            capture,
+            arrived,
+            &recorder,
+            ErrorSide::Cl,
+        ));
+    }
+
     // Read the body, bounded in size and in time: nothing over the limit is buffered or
     // forwarded, and a client that trickles its body is cut off.
     let read = tokio::time::timeout(
         config.limits.body_timeout,
-        Limited::new(body, config.max_body).collect(),
+        Limited::new(body, body_limit).collect(),
     )
     .await;
     let Ok(read) = read else {
@@ -272,9 +392,10 @@ async fn handle(
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
+                capture.route = route;
                 (
                     Problem::RequestTooLarge,
-                    format!("request body over the limit of {} bytes", config.max_body),
+                    format!("request body over the limit of {body_limit} bytes{limit_of}"),
                 )
             } else {
                 (
@@ -429,7 +550,54 @@ async fn handle(
         }
     };
     let head = Instant::now();
-    let (mut parts, incoming) = response.into_parts();
+    let (mut parts, mut incoming) = response.into_parts();
+    // The first body frame is awaited before the head is relayed: once the CL has a head,
+    // an EL that hangs up (or goes silent) could only show as a body cut short; before it,
+    // the CL gets an answer that says what happened. The first frame usually comes with the
+    // head, so this costs no round trip.
+    let first = if http_body::Body::is_end_stream(&incoming) {
+        None
+    } else {
+        let failed = |message: String, status: StatusCode, capture: Capture| {
+            config.upstream_transport.mark_unreachable();
+            let refusal = Refusal {
+                problem: Problem::Internal,
+                message,
+                id: json_rpc_path
+                    .then(|| classify::first_id(&capture.request))
+                    .flatten(),
+            };
+            refuse_with_status(
+                refusal,
+                json_rpc_path,
+                capture,
+                arrived,
+                &recorder,
+                ErrorSide::El,
+                Some(status),
+            )
+        };
+        let status = parts.status;
+        match tokio::time::timeout(config.upstream.timeout(), incoming.frame()).await {
+            Err(_) => {
+                let message = format!(
+                    "upstream {} sent its answer head ({status}) but no body within {:?}",
+                    config.upstream.url(),
+                    config.upstream.timeout()
+                );
+                return Ok(failed(message, StatusCode::GATEWAY_TIMEOUT, capture));
+            }
+            Ok(Some(Err(e))) => {
+                let message = format!(
+                    "upstream {} failed after its answer head ({status}), before any body byte: {e}",
+                    config.upstream.url()
+                );
+                return Ok(failed(message, StatusCode::BAD_GATEWAY, capture));
+            }
+            Ok(Some(Ok(frame))) => Some(frame),
+            Ok(None) => None,
+        }
+    };
     capture.status = parts.status.as_u16();
     capture.encodings.1 = header_str(&parts.headers, "content-encoding");
     for name in HOP_BY_HOP {
@@ -444,7 +612,8 @@ async fn handle(
             head,
         },
         recorder,
-    );
+    )
+    .with_first(first);
     Ok(Response::from_parts(parts, tap.boxed_unsync()))
 }
 

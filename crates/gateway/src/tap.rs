@@ -27,6 +27,9 @@ pub(crate) struct Timing {
 /// A response body that records itself when it ends.
 pub(crate) struct Tap {
     inner: Incoming,
+    /// A frame read ahead of the relay (the proxy waits for the first one before it answers),
+    /// handed out before anything of `inner`.
+    first: Option<Frame<Bytes>>,
     frames: Vec<Bytes>,
     capture: Option<Capture>,
     timing: Timing,
@@ -42,11 +45,18 @@ impl Tap {
     ) -> Tap {
         Tap {
             inner,
+            first: None,
             frames: Vec::new(),
             capture: Some(capture),
             timing,
             recorder,
         }
+    }
+
+    /// The same tap, with `first` already read from `inner` and relayed before the rest.
+    pub(crate) fn with_first(mut self, first: Option<Frame<Bytes>>) -> Tap {
+        self.first = first;
+        self
     }
 
     fn finish(&mut self, failure: Option<(ErrorSide, String)>) {
@@ -80,7 +90,11 @@ impl Body for Tap {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_frame(cx) {
+        let polled = match this.first.take() {
+            Some(frame) => Poll::Ready(Some(Ok(frame))),
+            None => Pin::new(&mut this.inner).poll_frame(cx),
+        };
+        match polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.frames.push(data.clone());
@@ -100,11 +114,22 @@ impl Body for Tap {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.first.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        let ahead = self
+            .first
+            .as_ref()
+            .and_then(Frame::data_ref)
+            .map_or(0, |d| d.len() as u64);
+        let inner = self.inner.size_hint();
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + ahead);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + ahead);
+        }
+        hint
     }
 }
 
@@ -112,7 +137,7 @@ impl Drop for Tap {
     fn drop(&mut self) {
         if self.capture.is_some() {
             // An empty body may end without ever being polled.
-            let failure = (!self.inner.is_end_stream()).then(|| {
+            let failure = (!Body::is_end_stream(self)).then(|| {
                 (
                     ErrorSide::Cl,
                     "the CL went away before the response ended".to_string(),

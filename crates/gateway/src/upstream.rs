@@ -107,6 +107,11 @@ impl Upstream {
         &self.display
     }
 
+    /// Time the EL has to start answering a call (its head, then its first body frame).
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// The URI of `path_and_query` at the upstream.
     pub(crate) fn uri(&self, path_and_query: &str) -> Uri {
         let pq: PathAndQuery = format!("{}{}", self.base_path, path_and_query)

@@ -434,7 +434,24 @@ async fn bad_rest_calls_are_refused_before_the_el() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(n, 8, "every refusal is recorded");
+    assert_eq!(n, 7, "every refusal of the bridge is recorded");
+    // The oversized getBlobs never reached the bridge: refused by its size limit, unread.
+    let too_large: (String, i64, String) = db
+        .query_row(
+            "SELECT mode, status, error_message FROM calls WHERE status = 413",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        too_large,
+        (
+            "snoop".into(),
+            413,
+            "request body of 4132 bytes over the limit of 4100 bytes for POST /engine/v1/blobs/v3"
+                .into()
+        )
+    );
 }
 
 #[tokio::test]

@@ -1,5 +1,9 @@
-//! Bad input and upstream faults: each gets an answer shaped for the caller's transport and a
-//! record, nothing half-done reaches the EL, and the proxy keeps serving.
+//! Bad input, upstream faults and store faults: each gets an answer shaped for the caller's
+//! transport (or the EL's own answer, relayed) and a record, nothing half-done reaches the EL,
+//! the proxy keeps serving, and the records count the calls: an EL that answers 5xx, resets
+//! mid-body or closes after a head; a store locked by another connection past its busy
+//! timeout, or on a full disk (records kept, counted while they wait, written once the store
+//! takes them).
 
 use std::time::Duration;
 
@@ -61,7 +65,7 @@ async fn bad_input_is_answered_by_the_proxy_and_never_reaches_the_el() {
     assert_eq!(code, 413);
     assert_eq!(
         json(&body)["error"]["message"],
-        "request body over the limit of 1000 bytes"
+        "request body of 2035 bytes over the limit of 1000 bytes"
     );
     // An unknown path, and a malformed REST payload id: problem+json.
     let (code, headers, body) = send(
@@ -274,4 +278,377 @@ async fn upstream_reset_mid_body_is_seen_by_the_cl_and_recorded_and_the_proxy_go
     assert!(rows[0].1.starts_with("upstream body failed"), "{rows:?}");
     assert_eq!(rows[0].2, 1000, "the bytes that did cross");
     assert_eq!(rows[1].0, "-");
+}
+
+#[tokio::test]
+async fn upstream_5xx_reaches_the_cl_as_the_el_sent_it_and_is_recorded() {
+    // Each call's answer is chosen by its order: a JSON-RPC 500, a REST 503, then good ones.
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    let el =
+        FakeEl::start(
+            move |_| match counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => Answer {
+                    status: http::StatusCode::INTERNAL_SERVER_ERROR,
+                    headers: vec![("content-type", "text/plain".into())],
+                    body: Bytes::from_static(b"database corrupted"),
+                    delay: Duration::ZERO,
+                },
+                1 => Answer {
+                    status: http::StatusCode::SERVICE_UNAVAILABLE,
+                    headers: vec![("content-type", "application/problem+json".into())],
+                    body: Bytes::from_static(
+                        br#"{"type":"/engine-api/errors/internal","detail":"syncing storage"}"#,
+                    ),
+                    delay: Duration::ZERO,
+                },
+                _ => Answer::ok(
+                    "application/json",
+                    r#"{"jsonrpc":"2.0","id":9,"result":[]}"#,
+                ),
+            },
+        )
+        .await;
+    let proxy = Proxy::start(&el.url()).await;
+    let (code, headers, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(
+        (
+            code.as_u16(),
+            headers["content-type"].to_str().unwrap(),
+            body.as_ref()
+        ),
+        (500, "text/plain", b"database corrupted".as_ref())
+    );
+    let rest = Request::post(format!("{}/engine/v1/forkchoice", proxy.url()))
+        .header("eth-execution-version", "osaka")
+        .body(Full::new(Bytes::from_static(&[0; 100])))
+        .unwrap();
+    let (code, _, body) = send(rest, false).await;
+    assert_eq!(code, 503);
+    assert_eq!(json(&body)["detail"], "syncing storage");
+    // The proxy keeps serving.
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(
+        (code.as_u16(), json(&body)["result"].clone()),
+        (200, serde_json::json!([]))
+    );
+    let (db, _dir) = proxy.finish().await;
+    let rows: Vec<(i64, Option<String>, Option<String>)> = db
+        .prepare("SELECT status, error_side, error_message FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (500, Some("el".into()), None),
+            (503, Some("el".into()), Some("syncing storage".into())),
+            (200, None, None),
+        ]
+    );
+}
+
+/// An EL on a raw socket: the `n`th connection (from 0) is handled by `script(n, stream)` after
+/// its request head has been read.
+async fn scripted_el<F, Fut>(script: F) -> std::net::SocketAddr
+where
+    F: Fn(usize, tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        for n in 0.. {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = vec![0u8; 65536];
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => seen.extend_from_slice(&buf[..k]),
+                }
+            }
+            script(n, stream).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn upstream_closing_after_the_request_head_or_after_its_answer_head() {
+    use tokio::io::AsyncWriteExt;
+    let el = scripted_el(|n, mut stream| async move {
+        match n {
+            // Reads the request head, then hangs up without a word.
+            0 => drop(stream),
+            // Sends an answer head promising 50 bytes, then hangs up.
+            1 => {
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n";
+                stream.write_all(head.as_bytes()).await.unwrap();
+                drop(stream);
+            }
+            _ => {
+                let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                stream.write_all(answer.as_bytes()).await.unwrap();
+            }
+        }
+    })
+    .await;
+    let proxy = Proxy::start(&format!("http://{el}")).await;
+
+    // Closed before any answer: a 502 in the caller's shape that says so.
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(code, 502);
+    let body = json(&body);
+    assert_eq!(
+        (body["id"].clone(), body["error"]["code"].clone()),
+        (serde_json::json!(9), serde_json::json!(-32603))
+    );
+    let message = body["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("connection closed before message completed"),
+        "{message}"
+    );
+
+    // Closed after the answer head, before any body byte: the proxy waits for the first
+    // body frame before it relays a head, so the CL still gets a 502 that says so.
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(code, 502);
+    let body = json(&body);
+    assert_eq!(body["id"], 9);
+    let after_head = body["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        after_head.starts_with(&format!(
+            "upstream http://{el} failed after its answer head (200 OK), before any body byte: "
+        )),
+        "{after_head}"
+    );
+
+    // The proxy keeps serving.
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(
+        (code.as_u16(), json(&body)["result"].clone()),
+        (200, serde_json::json!([]))
+    );
+    let (db, _dir) = proxy.finish().await;
+    let rows: Vec<(i64, String, String, i64)> = db
+        .prepare("SELECT status, coalesce(error_side, '-'), coalesce(error_message, '-'), response_bytes FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let answer_bytes = |m: &str| {
+        (r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32603,"message":"#.len()
+            + serde_json::to_string(m).unwrap().len()
+            + 2) as i64
+    };
+    assert_eq!(
+        rows,
+        [
+            (502, "el".into(), message.clone(), answer_bytes(&message)),
+            (
+                502,
+                "el".into(),
+                after_head.clone(),
+                answer_bytes(&after_head)
+            ),
+            (200, "-".into(), "-".into(), 36),
+        ]
+    );
+}
+
+/// Waits (at most `secs`) for `done`, polling; false when it never came.
+async fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..secs * 20 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}
+
+/// The rows of `db` and their distinct `seq`s.
+fn count_rows(db: &std::path::Path) -> (i64, i64) {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row("SELECT count(*), count(DISTINCT seq) FROM calls", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_store_locked_past_its_busy_timeout_delays_records_and_loses_none() {
+    let el = FakeEl::start(|_| {
+        Answer::ok(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":9,"result":[]}"#,
+        )
+    })
+    .await;
+    let proxy = Proxy::start(&el.url()).await;
+    // Another connection holds the write lock longer than the sink's 5 s busy timeout.
+    let locker = rusqlite::Connection::open(&proxy.db).unwrap();
+    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    for _ in 0..10 {
+        // The forward path never waits for the store.
+        let (code, _, _) = send(post_json(&proxy.url(), GOOD), false).await;
+        assert_eq!(code, 200);
+    }
+    let recorder = proxy.recorder.clone();
+    assert!(
+        eventually(20, || recorder.stats().sink_errors >= 1).await,
+        "a write failed on the lock: {:?}",
+        recorder.stats()
+    );
+    let stats = recorder.stats();
+    assert_eq!(
+        (stats.pending, stats.lost),
+        (10, 0),
+        "kept and counted while waiting: {stats:?}"
+    );
+    let written: i64 = locker
+        .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(written, 0, "nothing got past the lock");
+    locker.execute_batch("COMMIT").unwrap();
+    drop(locker);
+    let db = proxy.db.clone();
+    assert!(
+        eventually(10, || count_rows(&db).0 == 10).await,
+        "the records arrive once the lock is gone: {:?}",
+        count_rows(&db)
+    );
+    for _ in 0..5 {
+        assert_eq!(send(post_json(&proxy.url(), GOOD), false).await.0, 200);
+    }
+    let recorder = proxy.recorder.clone();
+    let (_db, dir) = proxy.finish().await;
+    assert_eq!(
+        count_rows(&dir.path().join("calls.db")),
+        (15, 15),
+        "every call once"
+    );
+    let stats = recorder.stats();
+    assert_eq!(
+        (stats.pending, stats.lost, stats.dropped),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(el.seen().len(), 15);
+}
+
+/// A tmpfs of `kib` KiB mounted on a fresh directory, unmounted on drop; `None` where this
+/// process may not mount (not root).
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(kib: usize) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "sszgate-test"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk { dir })
+    }
+
+    /// Writes a filler file until the disk says it is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.dir.path().join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let chunk = [0xa5u8; 4096];
+        loop {
+            match file.write(&chunk) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    assert_eq!(e.raw_os_error(), Some(28), "ENOSPC, not {e}");
+                    break;
+                }
+            }
+        }
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_keeps_the_records_counts_them_and_writes_them_once_space_returns() {
+    // SQLite's max_page_count would be the other way, but it is a setting of one connection:
+    // set from another connection it does not limit the proxy's. A real full file system it is.
+    let Some(disk) = SmallDisk::mount(1024) else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI must run this test as root (it mounts a 1 MiB tmpfs)"
+        );
+        eprintln!("SKIPPED: mounting a tmpfs needs root; the disk-full fault is not tested here");
+        return;
+    };
+    let el = FakeEl::start(|_| {
+        Answer::ok(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":9,"result":[]}"#,
+        )
+    })
+    .await;
+    crate::DB_DIR.with(|d| *d.borrow_mut() = Some(disk.dir.path().to_path_buf()));
+    let proxy = Proxy::start(&el.url()).await;
+    let filler = disk.fill();
+    for _ in 0..20 {
+        let (code, _, _) = send(post_json(&proxy.url(), GOOD), false).await;
+        assert_eq!(code, 200, "the CL's calls never wait for the store");
+    }
+    let recorder = proxy.recorder.clone();
+    assert!(
+        eventually(20, || recorder.stats().pending == 20).await,
+        "the records wait, counted: {:?}",
+        recorder.stats()
+    );
+    let stats = recorder.stats();
+    assert!(stats.sink_errors >= 1 && stats.lost == 0, "{stats:?}");
+    assert_eq!(count_rows(&proxy.db).0, 0, "nothing written on a full disk");
+    // Space returns.
+    std::fs::remove_file(&filler).unwrap();
+    let db = proxy.db.clone();
+    assert!(
+        eventually(10, || count_rows(&db).0 == 20).await,
+        "written once space returned: {:?}",
+        count_rows(&db)
+    );
+    for _ in 0..5 {
+        assert_eq!(send(post_json(&proxy.url(), GOOD), false).await.0, 200);
+    }
+    let (conn, _dir) = proxy.finish().await;
+    drop(conn);
+    assert_eq!(count_rows(&db), (25, 25), "every call once");
+    let stats = recorder.stats();
+    assert_eq!(
+        (stats.pending, stats.lost, stats.dropped),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    drop(disk);
 }

@@ -37,6 +37,10 @@ thread_local! {
     /// The limits of the next proxy this thread starts (tests of the limits set them).
     pub(crate) static LIMITS: std::cell::RefCell<sszgate_gateway::Limits> =
         std::cell::RefCell::new(sszgate_gateway::Limits::default());
+    /// Where the next proxy this thread starts keeps its database (the fault tests put it on
+    /// a small file system of their own); a fresh temporary directory when unset.
+    pub(crate) static DB_DIR: std::cell::RefCell<Option<PathBuf>> =
+        const { std::cell::RefCell::new(None) };
     /// Sinks the next proxy this thread starts writes to besides its SQLite file.
     pub(crate) static EXTRA_SINKS: std::cell::RefCell<Vec<Sink>> =
         const { std::cell::RefCell::new(Vec::new()) };
@@ -172,7 +176,10 @@ impl Proxy {
         verify_jwt: bool,
     ) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("calls.db");
+        let db = DB_DIR
+            .with(|d| d.borrow_mut().take())
+            .unwrap_or_else(|| dir.path().to_path_buf())
+            .join("calls.db");
         let sink = Sink::open(&SinkSpec::Sqlite(db.display().to_string()))
             .unwrap()
             .unwrap();
