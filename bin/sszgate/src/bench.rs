@@ -24,6 +24,91 @@ enum BenchCommand {
     /// The compression study: snappy (block, framed), zstd 1 and 3, gzip on real blocks and
     /// Engine API messages, by size range.
     Compress(StudyArgs),
+    /// The soak: mainnet-shaped real-data traffic through the relay and the bridge (two
+    /// `sszgate proxy` children) for --duration; RSS over time, p50/p99, errors, and the
+    /// records in SQLite against the calls made. Exits 1 when a record was lost, a call
+    /// failed or a proxy did not stop cleanly.
+    Soak(SoakArgs),
+}
+
+#[derive(Debug, Args)]
+struct SoakArgs {
+    /// Directory of real mainnet blocks and blob transactions; default: SSZGATE_DATA,
+    /// ../shared/data/mainnet next to the repository, or the repository's testdata/.
+    #[arg(long, env = "SSZGATE_DATA")]
+    data: Option<PathBuf>,
+    /// How long traffic runs, e.g. 30m or 45s.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    duration: std::time::Duration,
+    /// Slots per 12 s: 1 is mainnet's rate, 10 ten times it.
+    #[arg(long, default_value_t = 1.0)]
+    rate_multiplier: f64,
+    /// Blob counts the slots draw from (getPayload bundles and getBlobs).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,6,9,21,48,72")]
+    blobs: Vec<usize>,
+    /// Time between two RSS samples of the proxies.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    sample_every: std::time::Duration,
+    /// Time after which the RSS counts as warmed up (default: a quarter of --duration, at
+    /// most 60 s).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    warm_up: Option<std::time::Duration>,
+    /// Also write the Markdown report to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write the report, with every RSS sample, as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Extra arguments for both `sszgate proxy` processes, e.g. --proxy-arg=--verify=off.
+    #[arg(long = "proxy-arg", allow_hyphen_values = true)]
+    proxy_args: Vec<String>,
+}
+
+fn soak(args: SoakArgs) -> Result<()> {
+    if args.duration.is_zero() || args.rate_multiplier.is_nan() || args.rate_multiplier <= 0.0 {
+        anyhow::bail!("--duration and --rate-multiplier must be above zero");
+    }
+    if args.blobs.iter().any(|&n| n > 72) || args.blobs.is_empty() {
+        anyhow::bail!("--blobs takes counts from 0 to 72");
+    }
+    let options = sszgate_bench::soak::Options {
+        sszgate: std::env::current_exe().context("finding the sszgate executable")?,
+        data: args.data.unwrap_or_else(sszgate_fixtures::data_dir),
+        duration: args.duration,
+        rate_multiplier: args.rate_multiplier,
+        blobs: args.blobs,
+        sample_every: args.sample_every,
+        warm_up: args
+            .warm_up
+            .unwrap_or_else(|| (args.duration / 4).min(std::time::Duration::from_secs(60))),
+        proxy_args: args.proxy_args,
+    };
+    eprintln!(
+        "sszgate bench soak: data {}, {:?} at {}x, blobs {:?}",
+        options.data.display(),
+        options.duration,
+        options.rate_multiplier,
+        options.blobs
+    );
+    let runtime = crate::runtime()?;
+    let report = runtime.block_on(sszgate_bench::soak::run(&options));
+    let text = format!(
+        "Machine: {}\n\n{}",
+        sszgate_bench::harness::machine(),
+        report.markdown()
+    );
+    println!("{text}");
+    if let Some(out) = args.out {
+        std::fs::write(&out, &text).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if let Some(path) = args.json {
+        let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if !report.clean() {
+        anyhow::bail!("the soak lost records, saw errors, or a proxy did not stop cleanly");
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +169,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Proxy(args) => args,
         BenchCommand::Codec(args) => return study(Study::Codec, args),
         BenchCommand::Compress(args) => return study(Study::Compress, args),
+        BenchCommand::Soak(args) => return soak(args),
     };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,

@@ -4,6 +4,8 @@
 //! - [`proxy`]: the proxy benchmark (a fake EL serving real-data answers, called directly and
 //!   through the relay, interleaved).
 //! - [`codec`]: the codec study (`sszgate bench codec`): every message, six operations.
+//! - [`soak`]: the soak run (`sszgate bench soak`): mainnet-shaped traffic through the relay
+//!   and the bridge for a set time; memory over time, latency, errors, records lost.
 //! - [`compress`]: the compression study (`sszgate bench compress`): five codecs, real data.
 //! - [`report`]: their Markdown tables, CSV and SVG charts.
 //!
@@ -14,3 +16,4 @@ pub mod compress;
 pub mod harness;
 pub mod proxy;
 pub mod report;
+pub mod soak;

@@ -112,7 +112,7 @@ pub struct Report {
 }
 
 /// The canned answers of the fake EL, by case header.
-struct Answers(Vec<(String, Bytes)>);
+pub(crate) struct Answers(pub(crate) Vec<(String, Bytes)>);
 
 impl Answers {
     fn get(&self, case: &str) -> Bytes {
@@ -126,14 +126,14 @@ impl Answers {
     }
 }
 
-fn rpc(result: &[u8]) -> Bytes {
+pub(crate) fn rpc(result: &[u8]) -> Bytes {
     let mut out = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":".to_vec();
     out.extend_from_slice(result);
     out.push(b'}');
     Bytes::from(out)
 }
 
-async fn fake_el(answers: Arc<Answers>) -> SocketAddr {
+pub(crate) async fn fake_el(answers: Arc<Answers>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binding the fake EL");
@@ -216,12 +216,16 @@ fn case_of(body: &[u8]) -> String {
 }
 
 /// The proxy under test, a child process stopped by its pid on drop.
-struct ProxyChild {
-    child: Child,
+pub(crate) struct ProxyChild {
+    pub(crate) child: Child,
 }
 
 impl Drop for ProxyChild {
     fn drop(&mut self) {
+        // Stopped already (and reaped: its pid may belong to another process by now).
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         // SIGTERM first, for a graceful drain; then make sure.
         terminate(self.child.id());
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -261,7 +265,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 /// (VmHWM, VmRSS) of a process, KiB.
-fn rss_kib(pid: u32) -> (u64, u64) {
+pub(crate) fn rss_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
         status
@@ -273,7 +277,8 @@ fn rss_kib(pid: u32) -> (u64, u64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+pub(crate) type HttpClient =
+    Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
 async fn call(client: &HttpClient, target: &str, case: &str, body: &Bytes) -> usize {
     let request = Request::post(target)
@@ -291,7 +296,7 @@ async fn call(client: &HttpClient, target: &str, case: &str, body: &Bytes) -> us
         .len()
 }
 
-fn start_proxy(
+pub(crate) fn start_proxy(
     sszgate: &Path,
     upstream: SocketAddr,
     dir: &Path,
@@ -314,7 +319,12 @@ fn start_proxy(
         .arg("--store")
         .arg(format!("sqlite:{}", dir.join("bench.db").display()))
         .args(extra)
-        .env("SSZGATE_LOG", "warn")
+        // Quiet unless asked otherwise (the soak's synthetic bundles fail the commitments
+        // check by construction, and say so once per call at `warn`).
+        .env(
+            "SSZGATE_LOG",
+            std::env::var("SSZGATE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -347,8 +357,10 @@ fn start_nginx(nginx: &Path, upstream: SocketAddr, dir: &Path) -> Option<(ProxyC
     Some((ProxyChild { child }, listen))
 }
 
-async fn wait_ready(addr: SocketAddr) {
-    for _ in 0..200 {
+pub(crate) async fn wait_ready(addr: SocketAddr) {
+    // Up to a minute: a debug build loads the KZG setup for a few seconds before it listens,
+    // longer on a busy machine.
+    for _ in 0..2400 {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
             return;
         }
@@ -817,4 +829,5 @@ type BridgeCase = (
 );
 
 /// The JWT secret of the bridge benchmark (hex).
-const BENCH_SECRET: &str = "5353535353535353535353535353535353535353535353535353535353535353";
+pub(crate) const BENCH_SECRET: &str =
+    "5353535353535353535353535353535353535353535353535353535353535353";
