@@ -1013,7 +1013,8 @@ mod tests {
             should_override_builder: true,
             execution_requests: requests,
         };
-        let fast = |version, json: Vec<u8>| built_payload_from_json("test", version, &json).unwrap();
+        let fast =
+            |version, json: Vec<u8>| built_payload_from_json("test", version, &json).unwrap();
         assert_eq!(
             fast(3, serde_json::to_vec(&v3).unwrap()),
             Some(BuiltPayload::V3(v3.clone()))

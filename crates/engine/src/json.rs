@@ -16,6 +16,15 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     sonic_rs::to_vec(value).map_err(|e| Error::invalid("JSON output", e.to_string()))
 }
 
+/// As [`to_vec`], into a buffer reserved to `capacity` bytes: for messages whose size is known
+/// roughly, since a buffer that grows by doubling is copied each time.
+pub fn to_vec_sized<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity);
+    sonic_rs::to_writer(&mut out, value)
+        .map_err(|e| Error::invalid("JSON output", e.to_string()))?;
+    Ok(out)
+}
+
 /// Deserializes `what` (named in errors, e.g. `engine_newPayloadV3 params`) from JSON bytes.
 pub fn from_slice<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T> {
     match serde_json::from_slice(bytes) {

@@ -400,13 +400,24 @@ impl Message {
     /// Encodes the JSON-RPC form (params array or result), compact.
     pub fn to_json(&self) -> Result<Vec<u8>> {
         match self {
-            Message::NewPayload(np) => match np {
-                NewPayload::Paris(p) => json::to_vec(&(p,)),
-                NewPayload::Shanghai(p) => json::to_vec(&(p,)),
-                NewPayload::Cancun(p, h, r) => json::to_vec(&(p, h, r)),
-                NewPayload::Prague(p, h, r, q) => json::to_vec(&(p, h, r, q)),
-                NewPayload::Amsterdam(p, h, r, q) => json::to_vec(&(p, h, r, q)),
-            },
+            Message::NewPayload(np) => {
+                // Hex doubles the transactions' bytes; the other fields fit in 16 KiB.
+                let v1 = np.payload_v1();
+                let size = v1
+                    .transactions
+                    .iter()
+                    .map(|t| t.len() * 2 + 5)
+                    .sum::<usize>()
+                    + v1.extra_data.len() * 2
+                    + 16 * 1024;
+                match np {
+                    NewPayload::Paris(p) => json::to_vec_sized(&(p,), size),
+                    NewPayload::Shanghai(p) => json::to_vec_sized(&(p,), size),
+                    NewPayload::Cancun(p, h, r) => json::to_vec_sized(&(p, h, r), size),
+                    NewPayload::Prague(p, h, r, q) => json::to_vec_sized(&(p, h, r, q), size),
+                    NewPayload::Amsterdam(p, h, r, q) => json::to_vec_sized(&(p, h, r, q), size),
+                }
+            }
             Message::PayloadStatus(s) => json::to_vec(s),
             Message::Forkchoice(f) => {
                 if f.custody_columns.is_some() {
