@@ -114,9 +114,24 @@ fn sqlite_schema_is_migrated_once_and_store_specs_are_checked() {
     for bad in ["sqlite:", "mysql:x", "jsonl", "nothing"] {
         assert_eq!(
             bad.parse::<SinkSpec>().unwrap_err().to_string(),
-            format!("invalid store {bad:?} (expected sqlite:PATH, jsonl:PATH, jsonl:- or none)")
+            format!(
+                "invalid store {bad:?} (expected sqlite:PATH, jsonl:PATH, jsonl:-, clickhouse:http://HOST:PORT/DB or none)"
+            )
         );
     }
+    // A ClickHouse address that is not one says what is wrong with it.
+    let err = "clickhouse:http://h:8123"
+        .parse::<SinkSpec>()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no database (expected http://HOST:PORT/DB)"),
+        "{err}"
+    );
+    assert!(matches!(
+        "clickhouse:http://u:p@h:8123/db".parse::<SinkSpec>().unwrap(),
+        SinkSpec::ClickHouse(url) if url.database == "db" && url.password.as_deref() == Some("p")
+    ));
     assert_eq!("none".parse::<SinkSpec>().unwrap(), SinkSpec::None);
 }
 
