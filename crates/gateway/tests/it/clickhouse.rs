@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, time::Duration};
 use rusqlite::Connection;
 use serde_json::Value;
 use sszgate_engine::{
-    Fork, Message,
+    Message,
     message::{Blobs, NewPayload},
 };
 use sszgate_fixtures::{Fixtures, blobs_v2_response, testdata_dir};
@@ -24,13 +24,9 @@ use crate::{
 
 /// A fake EL answering newPayload (VALID), getBlobsV3 (2 of 3 blobs, real ones) and
 /// forkchoiceUpdated (a payload id), and -32601 for anything else.
-async fn fake_el() -> (FakeEl, NewPayload) {
+async fn fake_el() -> (FakeEl, NewPayload, String) {
+    let (np, params) = crate::relay::new_payload();
     let fixtures = Fixtures::load(&testdata_dir()).unwrap();
-    let np = fixtures
-        .largest_block(Fork::Prague)
-        .unwrap()
-        .new_payload()
-        .unwrap();
     let hash = np.payload_v1().block_hash.to_string();
     let blobs = fixtures.blobs().unwrap();
     let two = blobs_v2_response(&blobs, 2);
@@ -70,7 +66,19 @@ async fn fake_el() -> (FakeEl, NewPayload) {
         )
     })
     .await;
-    (el, np)
+    (el, np, String::from_utf8(params).unwrap())
+}
+
+/// A proxy in front of a fake EL (as [`fake_el`]) writing to ClickHouse database `db` too,
+/// spooling in `spool`; with the EL's payload and the newPayload params the calls send.
+async fn proxy_to(
+    server: &ClickHouseServer,
+    db: &str,
+    spool: &std::path::Path,
+) -> (Proxy, FakeEl, NewPayload, String) {
+    let (el, np, np_params) = fake_el().await;
+    EXTRA_SINKS.with(|s| s.borrow_mut().push(clickhouse_sink(server, db, spool)));
+    (Proxy::start(&el.url()).await, el, np, np_params)
 }
 
 /// The JSON-RPC request of the `i`th call of a mix of five kinds.
@@ -167,13 +175,7 @@ async fn rows_equal_the_sqlite_records_field_by_field_and_fill_the_xatu_tables()
         return;
     };
     let spool = tempfile::tempdir().unwrap();
-    let (el, np) = fake_el().await;
-    let np_params = String::from_utf8(Message::NewPayload(np.clone()).to_json().unwrap()).unwrap();
-    EXTRA_SINKS.with(|s| {
-        s.borrow_mut()
-            .push(clickhouse_sink(&server, "fleet", spool.path()))
-    });
-    let proxy = Proxy::start(&el.url()).await;
+    let (proxy, _el, np, np_params) = proxy_to(&server, "fleet", spool.path()).await;
     for i in 0..10 {
         send(post_json(&proxy.url(), call(i, &np_params)), false).await;
     }
@@ -265,13 +267,7 @@ async fn a_replay_after_a_lost_cursor_sends_only_what_the_server_lacks() {
         return;
     };
     let spool = tempfile::tempdir().unwrap();
-    let (el, np) = fake_el().await;
-    let np_params = String::from_utf8(Message::NewPayload(np).to_json().unwrap()).unwrap();
-    EXTRA_SINKS.with(|s| {
-        s.borrow_mut()
-            .push(clickhouse_sink(&server, "replay", spool.path()))
-    });
-    let proxy = Proxy::start(&el.url()).await;
+    let (proxy, el, _, np_params) = proxy_to(&server, "replay", spool.path()).await;
     for i in 0..6 {
         send(post_json(&proxy.url(), call(i, &np_params)), false).await;
     }
@@ -338,13 +334,7 @@ async fn a_one_minute_outage_loses_and_duplicates_nothing() {
         return;
     };
     let spool = tempfile::tempdir().unwrap();
-    let (el, np) = fake_el().await;
-    let np_params = String::from_utf8(Message::NewPayload(np).to_json().unwrap()).unwrap();
-    EXTRA_SINKS.with(|s| {
-        s.borrow_mut()
-            .push(clickhouse_sink(&server, "outage", spool.path()))
-    });
-    let proxy = Proxy::start(&el.url()).await;
+    let (proxy, _el, _, np_params) = proxy_to(&server, "outage", spool.path()).await;
     let url = proxy.url();
     let client = server.client("outage");
     let mut sent = 0u64;

@@ -17,7 +17,7 @@ use crate::{
 };
 
 /// A real Electra payload's newPayloadV4 params, and the payload's facts.
-fn new_payload() -> (NewPayload, Vec<u8>) {
+pub(crate) fn new_payload() -> (NewPayload, Vec<u8>) {
     let fixtures = Fixtures::load(&testdata_dir()).unwrap();
     let np = fixtures
         .largest_block(Fork::Prague)

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 pub use row::Identity;
 pub(crate) use row::call_row;
-pub use schema::{FILL_GET_BLOBS, FILL_NEW_PAYLOAD, MIGRATIONS, migrate};
+pub use schema::{FILL_XATU, MIGRATIONS, XATU_TABLES, migrate};
 pub use shipper::{ShipStats, Shipper};
 
 /// A parsed ClickHouse address: the HTTP endpoint, the database and the credentials.

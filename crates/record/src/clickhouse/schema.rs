@@ -11,11 +11,23 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("../../clickhouse/002_xatu.sql")),
 ];
 
-/// Fills `execution_engine_new_payload` from one batch of `sszgate_calls` rows.
-pub const FILL_NEW_PAYLOAD: &str = include_str!("../../clickhouse/fill_new_payload.sql");
+/// Fills one of xatu's tables from one batch of `sszgate_calls` rows: `{table}`, `{columns}`
+/// and `{method}` come from [`XATU_TABLES`].
+pub const FILL_XATU: &str = include_str!("../../clickhouse/fill_xatu.sql");
 
-/// Fills `execution_engine_get_blobs` from one batch of `sszgate_calls` rows.
-pub const FILL_GET_BLOBS: &str = include_str!("../../clickhouse/fill_get_blobs.sql");
+/// xatu's tables: (name, the method prefix its rows come from, its own columns' expressions).
+pub const XATU_TABLES: &[(&str, &str, &str)] = &[
+    (
+        "execution_engine_new_payload",
+        "engine_newPayload",
+        include_str!("../../clickhouse/xatu_new_payload.sql"),
+    ),
+    (
+        "execution_engine_get_blobs",
+        "engine_getBlobs",
+        include_str!("../../clickhouse/xatu_get_blobs.sql"),
+    ),
+];
 
 /// The statements of a SQL file: comment lines dropped, split at the `;` ending a line.
 pub(crate) fn statements(sql: &str) -> Vec<String> {
@@ -69,10 +81,15 @@ mod tests {
             .map(|(_, s)| statements(s).len())
             .collect();
         assert_eq!(counts, [1, 2]);
-        for sql in [FILL_NEW_PAYLOAD, FILL_GET_BLOBS] {
-            let parts = statements(sql);
+        for (table, method, columns) in XATU_TABLES {
+            let sql = FILL_XATU
+                .replace("{table}", table)
+                .replace("{method}", method)
+                .replace("{columns}", columns);
+            let parts = statements(&sql);
             assert_eq!(parts.len(), 1);
-            assert!(parts[0].starts_with("INSERT INTO {db}.execution_engine_"));
+            assert!(parts[0].starts_with(&format!("INSERT INTO {{db}}.{table}\nSELECT")));
+            assert!(!parts[0].contains("--"), "the columns' comment is dropped");
             for placeholder in ["{db}", "{spool_id}", "{first}", "{last}", "{replay}"] {
                 assert!(parts[0].contains(placeholder), "{placeholder}");
             }

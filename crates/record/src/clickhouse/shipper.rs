@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Client, FILL_GET_BLOBS, FILL_NEW_PAYLOAD, schema};
+use super::{Client, FILL_XATU, XATU_TABLES, schema};
 use crate::spool::{Batch, Spool};
 
 /// Rows per insert at most.
@@ -218,10 +218,7 @@ fn ship(
         }
         client.insert(&insert, &missing)?;
     }
-    for (fill, table) in [
-        (FILL_NEW_PAYLOAD, "execution_engine_new_payload"),
-        (FILL_GET_BLOBS, "execution_engine_get_blobs"),
-    ] {
+    for (table, method, columns) in XATU_TABLES {
         let skip_filled = if replay {
             format!(
                 " AND spool_seq NOT IN (SELECT sszgate_spool_seq FROM {db}.{table} WHERE sszgate_spool_id = '{spool_id}' AND sszgate_spool_seq BETWEEN {first} AND {last})"
@@ -229,7 +226,10 @@ fn ship(
         } else {
             String::new()
         };
-        let sql = fill
+        let sql = FILL_XATU
+            .replace("{table}", table)
+            .replace("{method}", method)
+            .replace("{columns}", columns)
             .replace("{db}", db)
             .replace("{spool_id}", spool_id)
             .replace("{first}", &first.to_string())

@@ -1,24 +1,19 @@
--- Fills execution_engine_get_blobs from the rows of sszgate_calls with one spool batch ({spool_id},
--- {first}..{last}): the proxy's records only (xatu's `source = 'SNOOPER'` side).
--- {replay} is empty on a first try; on a replay it skips the rows already filled.
--- Column meanings and the differences from xatu: docs/clickhouse.md.
-INSERT INTO {db}.execution_engine_get_blobs
+-- Fills one of xatu's tables from the rows of sszgate_calls with one spool batch (a spool id
+-- and a range of its sequence numbers) whose method starts with the table's prefix: the
+-- proxy's records only (xatu's `source = 'SNOOPER'` side). The table's own columns come
+-- from xatu_<table>.sql; the rest is common to both tables. INSERT ... SELECT is positional:
+-- the SELECT's order is the table's column order (002_xatu.sql). On a replay, a condition
+-- is added that skips the rows already filled. The placeholders (in braces, in the
+-- statement only) are filled by the shipper. Column meanings and the differences from xatu:
+-- docs/clickhouse.md.
+INSERT INTO {db}.{table}
 SELECT
     now() AS updated_date_time,
     toDateTime(intDiv(c_arrival_unix_us + toInt64(c_total_us), 1000000)) AS event_date_time,
     toDateTime(intDiv(c_arrival_unix_us, 1000000)) AS requested_date_time,
     toUInt32(intDiv(c_total_us, 1000)) AS duration_ms,
     'SNOOPER' AS source,
-    toUInt32(ifNull(c_blobs_requested, ifNull(c_versioned_hash_count, 0))) AS requested_count,
-    CAST([] AS Array(FixedString(66))) AS versioned_hashes,
-    toUInt32(ifNull(c_blobs_returned, 0)) AS returned_count,
-    multiIf(
-        c_error_code IN (-32601, -38005), 'UNSUPPORTED',
-        isNotNull(c_error_code) OR c_status >= 400, 'ERROR',
-        ifNull(c_blobs_returned, 0) = 0, 'EMPTY',
-        ifNull(c_blobs_returned, 0) < ifNull(c_blobs_requested, 0), 'PARTIAL',
-        'SUCCESS') AS status,
-    c_error_message AS error_message,
+{columns}
     c_method_version AS method_version,
     c_el_implementation AS meta_execution_implementation,
     c_el_version AS meta_execution_version,
@@ -75,5 +70,5 @@ FROM (
         spool_seq AS c_spool_seq
     FROM {db}.sszgate_calls
     WHERE spool_id = '{spool_id}' AND spool_seq BETWEEN {first} AND {last}
-      AND source = 'proxy'{replay} AND method LIKE 'engine_getBlobs%'
+      AND source = 'proxy'{replay} AND method LIKE '{method}%'
 )
