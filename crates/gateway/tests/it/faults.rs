@@ -350,12 +350,12 @@ async fn upstream_5xx_reaches_the_cl_as_the_el_sent_it_and_is_recorded() {
     );
 }
 
-/// An EL on a raw socket: the `n`th connection (from 0) is handled by `script(n, stream)` after
-/// its request head has been read.
+/// An EL on a raw socket: the `n`th connection (from 0) is handled by `script(n, stream)` on a
+/// task of its own, after its request head has been read.
 async fn scripted_el<F, Fut>(script: F) -> std::net::SocketAddr
 where
     F: Fn(usize, tokio::net::TcpStream) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     use tokio::io::AsyncReadExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -373,7 +373,8 @@ where
                     Ok(k) => seen.extend_from_slice(&buf[..k]),
                 }
             }
-            script(n, stream).await;
+            // Each connection on its own task: one EL connection that hangs holds no other.
+            tokio::spawn(script(n, stream));
         }
     });
     addr
@@ -464,6 +465,56 @@ async fn upstream_closing_after_the_request_head_or_after_its_answer_head() {
             ),
             (200, "-".into(), "-".into(), 36),
         ]
+    );
+}
+
+#[tokio::test]
+async fn an_el_that_sends_its_head_and_then_nothing_gets_a_504() {
+    use tokio::io::AsyncWriteExt;
+    let el = scripted_el(|n, mut stream| async move {
+        if n == 0 {
+            // The head, then silence on an open connection.
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n";
+            stream.write_all(head.as_bytes()).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        } else {
+            let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(answer.as_bytes()).await.unwrap();
+        }
+    })
+    .await;
+    let proxy =
+        Proxy::start_with(&format!("http://{el}"), Duration::from_millis(300), 1 << 20).await;
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(code, 504);
+    let message = json(&body)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        message,
+        format!("upstream http://{el} sent its answer head (200 OK) but no body within 300ms")
+    );
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(
+        (code.as_u16(), json(&body)["result"].clone()),
+        (200, serde_json::json!([]))
+    );
+    let (db, _dir) = proxy.finish().await;
+    let rows: Vec<(i64, Option<String>, Option<String>)> = db
+        .prepare("SELECT status, error_side, error_message FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        [(504, Some("el".into()), Some(message)), (200, None, None)]
     );
 }
 
