@@ -74,7 +74,35 @@ fn main() {
         np_json.len(),
         np_ssz.len()
     );
+    // The floor under any JSON decode: the transactions' hex digits decoded, against the
+    // floor under an SSZ decode: the same bytes copied (each into a list of its own, as the
+    // decoders do).
+    let txs: Vec<Vec<u8>> = np_msg_txs(&np_msg);
+    let txs_hex: Vec<String> = txs.iter().map(const_hex::encode).collect();
     let mut variants = vec![
+        Variant::new("newPayload JSON decode", || {
+            drop(black_box(
+                Message::from_json(np_method, np_fork, MessageKind::NewPayload, &np_json).unwrap(),
+            ))
+        }),
+        Variant::new("newPayload SSZ decode", || {
+            drop(black_box(
+                Message::from_ssz(np_method, np_fork, MessageKind::NewPayload, &np_ssz).unwrap(),
+            ))
+        }),
+        Variant::new("floor of JSON decode: hex-decode the transactions", || {
+            drop(black_box(
+                txs_hex
+                    .iter()
+                    .map(|h| const_hex::decode(h).unwrap())
+                    .collect::<Vec<_>>(),
+            ))
+        }),
+        Variant::new("floor of SSZ decode: copy the transactions", || {
+            drop(black_box(
+                txs.iter().map(|t| t.to_vec()).collect::<Vec<_>>(),
+            ))
+        }),
         Variant::new("newPayload JSON -> SSZ (translate)", || {
             drop(black_box(
                 Message::from_json(np_method, np_fork, MessageKind::NewPayload, &np_json)
@@ -203,5 +231,12 @@ fn np_msg_tx_count(msg: &Message) -> usize {
     match msg {
         Message::NewPayload(np) => np.transactions().len(),
         _ => 0,
+    }
+}
+
+fn np_msg_txs(msg: &Message) -> Vec<Vec<u8>> {
+    match msg {
+        Message::NewPayload(np) => np.transactions().iter().map(|t| t.to_vec()).collect(),
+        _ => Vec::new(),
     }
 }
