@@ -535,7 +535,17 @@ fn splice_bundle(doc: &[u8]) -> Option<(BundleParts, Vec<u8>)> {
             break c.at;
         }
     };
-    c.eat(b"{")?;
+    let parts = bundle(&mut c)?;
+    const EMPTY: &[u8] = br#"{"commitments":[],"proofs":[],"blobs":[]}"#;
+    let mut rest = Vec::with_capacity(doc.len() - (c.at - object_start) + EMPTY.len());
+    rest.extend_from_slice(&doc[..object_start]);
+    rest.extend_from_slice(EMPTY);
+    rest.extend_from_slice(&doc[c.at..]);
+    Some((parts, rest))
+}
+
+/// The blob bundle object at the cursor: its three lists, keys in any order, each once.
+fn bundle(c: &mut Cursor<'_>) -> Option<BundleParts> {
     let (mut commitments, mut proofs, mut blobs) = (None, None, None);
     let hex48_list = |c: &mut Cursor<'_>| {
         let mut list = Vec::new();
@@ -547,34 +557,107 @@ fn splice_bundle(doc: &[u8]) -> Option<(BundleParts, Vec<u8>)> {
         })?;
         Some(list)
     };
-    loop {
-        match c.key()? {
-            b"commitments" if commitments.is_none() => commitments = Some(hex48_list(&mut c)?),
-            b"proofs" if proofs.is_none() => proofs = Some(hex48_list(&mut c)?),
-            b"blobs" if blobs.is_none() => {
-                c.ws();
-                let (list, end) = fixed_width_blobs(doc, c.at)?;
-                c.at = end;
-                blobs = Some(list);
-            }
-            _ => return None,
+    c.object(|c, key| match key {
+        b"commitments" => {
+            let v = hex48_list(c);
+            once(&mut commitments, v)
         }
-        if c.next_is(b"}") {
-            break;
+        b"proofs" => {
+            let v = hex48_list(c);
+            once(&mut proofs, v)
         }
-        c.eat(b",")?;
-    }
-    const EMPTY: &[u8] = br#"{"commitments":[],"proofs":[],"blobs":[]}"#;
-    let mut rest = Vec::with_capacity(doc.len() - (c.at - object_start) + EMPTY.len());
-    rest.extend_from_slice(&doc[..object_start]);
-    rest.extend_from_slice(EMPTY);
-    rest.extend_from_slice(&doc[c.at..]);
-    let parts = BundleParts {
+        b"blobs" => {
+            c.ws();
+            let (list, end) = fixed_width_blobs(c.doc, c.at)?;
+            c.at = end;
+            once(&mut blobs, Some(list))
+        }
+        _ => None,
+    })?;
+    Some(BundleParts {
         commitments: commitments?,
         proofs: proofs?,
         blobs: blobs?,
+    })
+}
+
+/// A getPayloadV3..V5 result read whole at its fixed shape (no serde at all): the payload
+/// field by field, the bundle from hex. `None` means "try the splice, then serde".
+fn built_payload_whole(version: u8, doc: &[u8]) -> Option<BuiltPayload> {
+    if !(3..=5).contains(&version) {
+        return None;
+    }
+    let mut c = Cursor { doc, at: 0 };
+    let (mut payload, mut value, mut parts, mut override_builder, mut requests) =
+        (None, None, None, None, None);
+    c.object(|c, key| match key {
+        b"executionPayload" => {
+            let v = payload_v3(c);
+            once(&mut payload, v)
+        }
+        b"blockValue" => {
+            let v = c.u256();
+            once(&mut value, v)
+        }
+        b"blobsBundle" => {
+            let v = bundle(c);
+            once(&mut parts, v)
+        }
+        b"shouldOverrideBuilder" => {
+            let v = c.bool();
+            once(&mut override_builder, v)
+        }
+        b"executionRequests" => {
+            let v = bytes_list(c);
+            once(&mut requests, v)
+        }
+        _ => None,
+    })?;
+    c.end()?;
+    let (payload, value, parts, override_builder) = (payload?, value?, parts?, override_builder?);
+    let per_blob = if version == 5 {
+        schema::CELLS_PER_EXT_BLOB
+    } else {
+        1
     };
-    Some((parts, rest))
+    if parts.commitments.len() != parts.blobs.len()
+        || parts.proofs.len() != parts.blobs.len() * per_blob
+        || (version == 3) != requests.is_none()
+    {
+        return None;
+    }
+    Some(match version {
+        3 | 4 => {
+            let envelope = ExecutionPayloadEnvelopeV3 {
+                execution_payload: payload,
+                block_value: value,
+                blobs_bundle: BlobsBundleV1 {
+                    commitments: parts.commitments,
+                    proofs: parts.proofs,
+                    blobs: parts.blobs,
+                },
+                should_override_builder: override_builder,
+            };
+            match requests {
+                Some(r) => BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
+                    envelope_inner: envelope,
+                    execution_requests: r.into(),
+                }),
+                None => BuiltPayload::V3(envelope),
+            }
+        }
+        _ => BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
+            execution_payload: payload,
+            block_value: value,
+            blobs_bundle: BlobsBundleV2 {
+                commitments: parts.commitments,
+                proofs: parts.proofs,
+                blobs: parts.blobs,
+            },
+            should_override_builder: override_builder,
+            execution_requests: requests?.into(),
+        }),
+    })
 }
 
 /// The JSON array of blobs starting at `doc[at]`, each `"0x" + 262144 hex digits`; returns
@@ -653,6 +736,9 @@ pub(crate) fn built_payload_from_json(
 ) -> Result<Option<BuiltPayload>> {
     if !(3..=6).contains(&version) {
         return Ok(None);
+    }
+    if let Some(built) = built_payload_whole(version, doc) {
+        return Ok(Some(built));
     }
     let Some((parts, rest)) = splice_bundle(doc) else {
         return Ok(None);
@@ -818,6 +904,290 @@ impl<'a> Cursor<'a> {
         self.ws();
         (self.at == self.doc.len()).then_some(())
     }
+
+    /// The hex digits of a `"0x…"` string (any length), not yet decoded.
+    fn hex_digits(&mut self) -> Option<&'a [u8]> {
+        self.eat(b"\"0x")?;
+        let start = self.at;
+        let len = memchr::memchr(b'"', &self.doc[start..])?;
+        self.at = start + len + 1;
+        Some(&self.doc[start..start + len])
+    }
+
+    /// A quantity: `"0x0"` or `"0x"` and up to `max_digits` hex digits without a leading
+    /// zero (the canonical form; any other the serde path judges).
+    fn quantity_digits(&mut self, max_digits: usize) -> Option<&'a [u8]> {
+        let digits = self.hex_digits()?;
+        let canonical = !digits.is_empty()
+            && digits.len() <= max_digits
+            && (digits == b"0" || digits[0] != b'0')
+            && digits.iter().all(u8::is_ascii_hexdigit);
+        canonical.then_some(digits)
+    }
+
+    /// A `u64` quantity.
+    fn u64(&mut self) -> Option<u64> {
+        let digits = self.quantity_digits(16)?;
+        u64::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    }
+
+    /// A `U256` quantity.
+    fn u256(&mut self) -> Option<U256> {
+        let digits = self.quantity_digits(64)?;
+        U256::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    }
+
+    /// Bytes of any length: `"0x"` and an even number of hex digits.
+    fn bytes(&mut self) -> Option<alloy_primitives::Bytes> {
+        let digits = self.hex_digits()?;
+        if digits.len() % 2 != 0 {
+            return None;
+        }
+        let mut out = vec![0; digits.len() / 2];
+        const_hex::decode_to_slice(digits, &mut out).ok()?;
+        Some(out.into())
+    }
+
+    /// `true` or `false`.
+    fn bool(&mut self) -> Option<bool> {
+        if self.next_is(b"true") {
+            Some(true)
+        } else if self.next_is(b"false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// An object: `{` key value (`,` key value)* `}`, calling `field` with each key (an empty
+    /// object is allowed); `field` must consume the value.
+    fn object(
+        &mut self,
+        mut field: impl FnMut(&mut Cursor<'a>, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b"{")?;
+        if self.next_is(b"}") {
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            field(self, key)?;
+            if self.next_is(b"}") {
+                return Some(());
+            }
+            self.eat(b",")?;
+        }
+    }
+}
+
+/// Sets `slot` once: a key given twice is not for the fast path.
+fn once<T>(slot: &mut Option<T>, value: Option<T>) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value?);
+    Some(())
+}
+
+/// An `ExecutionPayloadV3` (Cancun to Osaka) read field by field, keys in any order, each
+/// once, every value in its canonical hex form. Measured on the largest Cancun payload of
+/// the data set: serde took 0.08 ms more than hex-decoding its transactions does.
+fn payload_v3(c: &mut Cursor<'_>) -> Option<ExecutionPayloadV3> {
+    use alloy_primitives::{Address, B256, Bloom};
+    let mut hashes: [Option<B256>; 5] = [None; 5];
+    let (mut fee_recipient, mut logs_bloom) = (None::<Address>, None::<Bloom>);
+    let mut numbers: [Option<u64>; 6] = [None; 6];
+    let (mut extra_data, mut base_fee, mut transactions, mut withdrawals) =
+        (None, None, None, None);
+    let fixed = |c: &mut Cursor<'_>, out: &mut [u8]| c.hex(out);
+    c.object(|c, key| {
+        let hash_at = |name: &[u8]| {
+            [
+                b"parentHash".as_slice(),
+                b"stateRoot",
+                b"receiptsRoot",
+                b"prevRandao",
+                b"blockHash",
+            ]
+            .iter()
+            .position(|k| *k == name)
+        };
+        let number_at = |name: &[u8]| {
+            [
+                b"blockNumber".as_slice(),
+                b"gasLimit",
+                b"gasUsed",
+                b"timestamp",
+                b"blobGasUsed",
+                b"excessBlobGas",
+            ]
+            .iter()
+            .position(|k| *k == name)
+        };
+        if let Some(i) = hash_at(key) {
+            let mut h = B256::ZERO;
+            fixed(c, h.as_mut_slice())?;
+            return once(&mut hashes[i], Some(h));
+        }
+        if let Some(i) = number_at(key) {
+            let n = c.u64();
+            return once(&mut numbers[i], n);
+        }
+        match key {
+            b"feeRecipient" => {
+                let mut a = Address::ZERO;
+                fixed(c, a.as_mut_slice())?;
+                once(&mut fee_recipient, Some(a))
+            }
+            b"logsBloom" => {
+                let mut b = Bloom::ZERO;
+                fixed(c, b.as_mut_slice())?;
+                once(&mut logs_bloom, Some(b))
+            }
+            b"extraData" => {
+                let v = c.bytes();
+                once(&mut extra_data, v)
+            }
+            b"baseFeePerGas" => {
+                let v = c.u256();
+                once(&mut base_fee, v)
+            }
+            b"transactions" => {
+                let mut list = Vec::new();
+                c.list(|c| {
+                    list.push(c.bytes()?);
+                    Some(())
+                })?;
+                once(&mut transactions, Some(list))
+            }
+            b"withdrawals" => {
+                let mut list = Vec::new();
+                c.list(|c| {
+                    list.push(withdrawal(c)?);
+                    Some(())
+                })?;
+                once(&mut withdrawals, Some(list))
+            }
+            _ => None,
+        }
+    })?;
+    let [
+        parent_hash,
+        state_root,
+        receipts_root,
+        prev_randao,
+        block_hash,
+    ] = hashes;
+    let [
+        block_number,
+        gas_limit,
+        gas_used,
+        timestamp,
+        blob_gas_used,
+        excess_blob_gas,
+    ] = numbers;
+    Some(ExecutionPayloadV3 {
+        payload_inner: alloy_rpc_types_engine::ExecutionPayloadV2 {
+            payload_inner: alloy_rpc_types_engine::ExecutionPayloadV1 {
+                parent_hash: parent_hash?,
+                fee_recipient: fee_recipient?,
+                state_root: state_root?,
+                receipts_root: receipts_root?,
+                logs_bloom: logs_bloom?,
+                prev_randao: prev_randao?,
+                block_number: block_number?,
+                gas_limit: gas_limit?,
+                gas_used: gas_used?,
+                timestamp: timestamp?,
+                extra_data: extra_data?,
+                base_fee_per_gas: base_fee?,
+                block_hash: block_hash?,
+                transactions: transactions?,
+            },
+            withdrawals: withdrawals?,
+        },
+        blob_gas_used: blob_gas_used?,
+        excess_blob_gas: excess_blob_gas?,
+    })
+}
+
+/// A withdrawal: `{"index", "validatorIndex", "address", "amount"}`, keys in any order.
+fn withdrawal(c: &mut Cursor<'_>) -> Option<alloy_eips::eip4895::Withdrawal> {
+    let (mut index, mut validator, mut address, mut amount) = (None, None, None, None);
+    c.object(|c, key| match key {
+        b"index" => {
+            let v = c.u64();
+            once(&mut index, v)
+        }
+        b"validatorIndex" => {
+            let v = c.u64();
+            once(&mut validator, v)
+        }
+        b"amount" => {
+            let v = c.u64();
+            once(&mut amount, v)
+        }
+        b"address" => {
+            let mut a = alloy_primitives::Address::ZERO;
+            c.hex(a.as_mut_slice())?;
+            once(&mut address, Some(a))
+        }
+        _ => None,
+    })?;
+    Some(alloy_eips::eip4895::Withdrawal {
+        index: index?,
+        validator_index: validator?,
+        address: address?,
+        amount: amount?,
+    })
+}
+
+/// A list of `B256`.
+fn hash_list(c: &mut Cursor<'_>) -> Option<Vec<alloy_primitives::B256>> {
+    let mut list = Vec::new();
+    c.list(|c| {
+        let mut h = alloy_primitives::B256::ZERO;
+        c.hex(h.as_mut_slice())?;
+        list.push(h);
+        Some(())
+    })?;
+    Some(list)
+}
+
+/// A list of bytes (execution requests).
+fn bytes_list(c: &mut Cursor<'_>) -> Option<Vec<alloy_primitives::Bytes>> {
+    let mut list = Vec::new();
+    c.list(|c| {
+        list.push(c.bytes()?);
+        Some(())
+    })?;
+    Some(list)
+}
+
+/// Decodes engine_newPayloadV3 / V4 params (`[payload, versionedHashes, parentBeaconBlockRoot
+/// (, executionRequests)]`) at their fixed shape; `None` means "use serde".
+pub(crate) fn new_payload_from_json(version: u8, doc: &[u8]) -> Option<crate::message::NewPayload> {
+    use crate::message::NewPayload;
+    if !(3..=4).contains(&version) {
+        return None;
+    }
+    let mut c = Cursor { doc, at: 0 };
+    c.eat(b"[")?;
+    let payload = payload_v3(&mut c)?;
+    c.eat(b",")?;
+    let hashes = hash_list(&mut c)?;
+    c.eat(b",")?;
+    let mut root = alloy_primitives::B256::ZERO;
+    c.hex(root.as_mut_slice())?;
+    let np = if version == 3 {
+        NewPayload::Cancun(payload, hashes, root)
+    } else {
+        c.eat(b",")?;
+        NewPayload::Prague(payload, hashes, root, bytes_list(&mut c)?.into())
+    };
+    c.eat(b"]")?;
+    c.end()?;
+    Some(np)
 }
 
 /// One getBlobs entry: `{"blob": …, "proof": …}` (V1) or `{"blob": …, "proofs": […]}`
@@ -1027,6 +1397,54 @@ mod tests {
         let mut short = v5;
         short.blobs_bundle.proofs.pop();
         assert_eq!(fast(5, serde_json::to_vec(&short).unwrap()), None);
+    }
+
+    #[test]
+    fn new_payload_params_decode_at_their_shape_as_serde_decodes_them() {
+        use alloy_primitives::{B256, Bytes};
+        let h = "12".repeat(32);
+        let a = "34".repeat(20);
+        let payload_json = format!(
+            r#"{{"parentHash":"0x{h}","feeRecipient":"0x{a}","stateRoot":"0x{h}","receiptsRoot":"0x{h}","logsBloom":"0x{bloom}","prevRandao":"0x{h}","blockNumber":"0x1b4","gasLimit":"0x1c9c380","gasUsed":"0x0","timestamp":"0x6553f100","extraData":"0x","baseFeePerGas":"0x7","blockHash":"0x{h}","transactions":["0x02aa","0x01bbcc"],"withdrawals":[{{"index":"0x1","validatorIndex":"0x2","address":"0x{a}","amount":"0x3"}}],"blobGasUsed":"0x20000","excessBlobGas":"0x0"}}"#,
+            bloom = "00".repeat(256)
+        );
+        let params = format!(r#"[{payload_json},["0x{h}"],"0x{h}",["0x0102"]]"#);
+        let (p, hashes, root, requests): (ExecutionPayloadV3, Vec<B256>, B256, Vec<Bytes>) =
+            serde_json::from_str(&params).unwrap();
+        let expected =
+            crate::message::NewPayload::Prague(p.clone(), hashes.clone(), root, requests.into());
+        assert_eq!(new_payload_from_json(4, params.as_bytes()), Some(expected));
+        let v3 = format!(r#" [ {payload_json} , ["0x{h}"] , "0x{h}" ] "#);
+        assert_eq!(
+            new_payload_from_json(3, v3.as_bytes()),
+            Some(crate::message::NewPayload::Cancun(p, hashes, root))
+        );
+        // Not the canonical shape: left to serde (which may still take it).
+        for (from, to) in [
+            ("\"blockNumber\":\"0x1b4\"", "\"blockNumber\":\"0x01b4\""),
+            ("\"blockNumber\":\"0x1b4\"", "\"blockNumber\":436"),
+            (
+                "\"gasUsed\":\"0x0\"",
+                "\"gasUsed\":\"0x0\",\"gasUsed\":\"0x0\"",
+            ),
+            ("\"gasUsed\":\"0x0\"", "\"gasUsed\":\"0x0\",\"extra\":1"),
+            ("\"extraData\":\"0x\"", "\"extraData\":\"0x1\""),
+            (
+                "\"excessBlobGas\":\"0x0\"",
+                "\"excessBlobGas\":\"0x10000000000000000\"",
+            ),
+            (",\"blobGasUsed\":\"0x20000\"", ""),
+        ] {
+            let changed = params.replacen(from, to, 1);
+            assert_ne!(changed, params);
+            assert_eq!(new_payload_from_json(4, changed.as_bytes()), None, "{to}");
+        }
+        assert_eq!(
+            new_payload_from_json(4, v3.as_bytes()),
+            None,
+            "V4 needs requests"
+        );
+        assert_eq!(new_payload_from_json(2, params.as_bytes()), None);
     }
 
     fn entry(seed: u8, version: u8, reorder: bool) -> String {

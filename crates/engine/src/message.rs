@@ -268,6 +268,12 @@ impl Message {
         let what = what(method, kind);
         let w = what.as_str();
         let v = method.version;
+        // newPayload at its fixed shape, canonical hex throughout; anything else goes on below.
+        if kind == MessageKind::NewPayload
+            && let Some(np) = crate::bulk::new_payload_from_json(v, bytes)
+        {
+            return Ok(Message::NewPayload(np));
+        }
         // The bulk getPayload path checks the prefixes itself, blob by blob.
         if kind.is_all_hex() && kind != MessageKind::BuiltPayload {
             json::require_hex_prefix(w, bytes)?;
