@@ -91,11 +91,7 @@ async fn bad_input_is_answered_by_the_proxy_and_never_reaches_the_el() {
     assert_eq!(json(&body)["type"], "/engine-api/errors/invalid-request");
     assert!(el.seen().is_empty(), "nothing reached the EL");
     // And the proxy still serves.
-    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
-    assert_eq!(
-        (code.as_u16(), json(&body)["result"].clone()),
-        (200, serde_json::json!([]))
-    );
+    keeps_serving(&proxy).await;
     let (db, _dir) = proxy.finish().await;
     let counts: Vec<(String, Option<i64>, i64)> = db
         .prepare("SELECT coalesce(error_side, '-'), error_code, status FROM calls ORDER BY seq")
@@ -260,11 +256,7 @@ async fn upstream_reset_mid_body_is_seen_by_the_cl_and_recorded_and_the_proxy_go
         body.is_err(),
         "the CL sees the body cut short, not a complete answer"
     );
-    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
-    assert_eq!(
-        (code.as_u16(), json(&body)["result"].clone()),
-        (200, serde_json::json!([]))
-    );
+    keeps_serving(&proxy).await;
     let (db, _dir) = proxy.finish().await;
     let rows: Vec<(String, String, i64)> = db
         .prepare("SELECT coalesce(error_side, '-'), coalesce(error_message, '-'), response_bytes FROM calls ORDER BY seq")
@@ -327,19 +319,9 @@ async fn upstream_5xx_reaches_the_cl_as_the_el_sent_it_and_is_recorded() {
     assert_eq!(code, 503);
     assert_eq!(json(&body)["detail"], "syncing storage");
     // The proxy keeps serving.
-    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
-    assert_eq!(
-        (code.as_u16(), json(&body)["result"].clone()),
-        (200, serde_json::json!([]))
-    );
+    keeps_serving(&proxy).await;
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(i64, Option<String>, Option<String>)> = db
-        .prepare("SELECT status, error_side, error_message FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows = crate::status_side_message(&db);
     assert_eq!(
         rows,
         [
@@ -435,11 +417,7 @@ async fn upstream_closing_after_the_request_head_or_after_its_answer_head() {
     );
 
     // The proxy keeps serving.
-    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
-    assert_eq!(
-        (code.as_u16(), json(&body)["result"].clone()),
-        (200, serde_json::json!([]))
-    );
+    keeps_serving(&proxy).await;
     let (db, _dir) = proxy.finish().await;
     let rows: Vec<(i64, String, String, i64)> = db
         .prepare("SELECT status, coalesce(error_side, '-'), coalesce(error_message, '-'), response_bytes FROM calls ORDER BY seq")
@@ -499,19 +477,9 @@ async fn an_el_that_sends_its_head_and_then_nothing_gets_a_504() {
         message,
         format!("upstream http://{el} sent its answer head (200 OK) but no body within 300ms")
     );
-    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
-    assert_eq!(
-        (code.as_u16(), json(&body)["result"].clone()),
-        (200, serde_json::json!([]))
-    );
+    keeps_serving(&proxy).await;
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(i64, Option<String>, Option<String>)> = db
-        .prepare("SELECT status, error_side, error_message FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows = crate::status_side_message(&db);
     assert_eq!(
         rows,
         [(504, Some("el".into()), Some(message)), (200, None, None)]
@@ -702,4 +670,13 @@ async fn a_full_disk_keeps_the_records_counts_them_and_writes_them_once_space_re
         "{stats:?}"
     );
     drop(disk);
+}
+
+/// The proxy still relays a good call after a fault.
+async fn keeps_serving(proxy: &Proxy) {
+    let (code, _, body) = send(post_json(&proxy.url(), GOOD), false).await;
+    assert_eq!(
+        (code.as_u16(), json(&body)["result"].clone()),
+        (200, serde_json::json!([]))
+    );
 }

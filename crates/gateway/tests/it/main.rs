@@ -315,6 +315,18 @@ pub(crate) fn status_and_side(db: &rusqlite::Connection) -> Vec<(i64, Option<Str
         .collect()
 }
 
+/// (HTTP status, error side, error message) of every record of `db`, in order.
+pub(crate) fn status_side_message(
+    db: &rusqlite::Connection,
+) -> Vec<(i64, Option<String>, Option<String>)> {
+    db.prepare("SELECT status, error_side, error_message FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// A JSON-RPC POST.
 pub(crate) fn post_json(url: &str, body: impl Into<Bytes>) -> Request<Full<Bytes>> {
     Request::post(url)
