@@ -1,9 +1,13 @@
 //! The `sszgate` binary as a user runs it: real process, stdin/stdout, exit codes.
 
+mod common;
+
 use std::{
     io::Write,
     process::{Command, Output, Stdio},
 };
+
+use common::{post, start_proxy, terminate};
 
 fn sszgate(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
@@ -193,73 +197,6 @@ fn tiny_el(body: &'static str) -> std::net::SocketAddr {
         }
     });
     addr
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn post(addr: &str, body: &str) -> String {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let request = format!(
-        "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-}
-
-/// `sszgate proxy` relaying to `el` with `extra` arguments, once it accepts connections;
-/// returns the process and its listen address.
-fn start_proxy(el: std::net::SocketAddr, extra: &[String]) -> (std::process::Child, String) {
-    let (listen, metrics) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
-        .args([
-            "proxy",
-            "--upstream",
-            &format!("http://{el}"),
-            "--listen",
-            &listen,
-            "--metrics",
-            &metrics,
-            "--upstream-transport",
-            "relay",
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(&listen).is_err() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "the proxy did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    (child, listen)
-}
-
-/// Sends SIGTERM to `child` and checks it exits 0.
-fn terminate(mut child: std::process::Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
-    assert!(exit.success(), "{exit:?}");
 }
 
 const VALID: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"status":"VALID","latestValidHash":null,"validationError":null}}"#;

@@ -1,10 +1,11 @@
 //! SIGTERM during traffic, on the real binary: the calls in flight finish with the EL's
 //! answers, the process exits 0, and the store holds exactly one record per call answered.
 
+mod common;
+
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
-    process::{Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -77,29 +78,13 @@ fn serve(mut stream: TcpStream, delay: Duration, arrived: &AtomicUsize) {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// One JSON-RPC call on its own connection; the whole answer.
 fn call(addr: &str, id: usize) -> String {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"engine_newPayloadV4","params":[{{}},[],"0x{}",[]]}}"#,
         "00".repeat(32)
     );
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let request = format!(
-        "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
+    common::post(addr, &body)
 }
 
 #[test]
@@ -107,28 +92,15 @@ fn sigterm_mid_call_drains_the_calls_in_flight_and_records_each_once() {
     let (el, arrived) = slow_el(Duration::from_millis(1500));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("calls.db");
-    let (listen, metrics) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
+    let (mut child, listen) = common::start_proxy(
+        el,
+        &[
+            "--verify".into(),
+            "off".into(),
+            "--store".into(),
+            format!("sqlite:{}", db.display()),
+        ],
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
-        .args(["proxy", "--upstream", &format!("http://{el}")])
-        .args(["--listen", &listen, "--metrics", &metrics])
-        .args(["--upstream-transport", "relay", "--verify", "off"])
-        .arg("--store")
-        .arg(format!("sqlite:{}", db.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(&listen).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the proxy did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     const CALLS: usize = 6;
     let callers: Vec<_> = (1..=CALLS)
         .map(|id| {
@@ -145,11 +117,7 @@ fn sigterm_mid_call_drains_the_calls_in_flight_and_records_each_once() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::sigterm(&child);
     for (i, caller) in callers.into_iter().enumerate() {
         let answer = caller.join().unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
