@@ -9,13 +9,15 @@
 //! reads what a full JSON parser reads.
 
 use alloy_eips::eip4844::{BlobAndProofV1, BlobAndProofV2, BlobCellsAndProofsV1};
+use alloy_eips::eip7685::Requests;
+use alloy_primitives::B256;
 use alloy_rpc_types_engine::{
     ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4, ExecutionPayloadEnvelopeV5,
-    ExecutionPayloadEnvelopeV6,
+    ExecutionPayloadEnvelopeV6, ExecutionPayloadV3,
 };
 use sszgate_engine::{
     Fork, Message, MessageKind, json,
-    message::{Blobs, BuiltPayload},
+    message::{Blobs, BuiltPayload, NewPayload},
     method::{self, Route},
     scan, translate,
 };
@@ -113,6 +115,22 @@ pub fn json_decode(data: &[u8]) {
         return;
     };
     let what = format!("{} {:?} {}", p.method.name, p.kind, p.fork);
+    // newPayloadV3/V4 params have a fixed-shape decoder in front of serde: whatever it takes,
+    // the serde route takes too, as the same message.
+    if p.kind == MessageKind::NewPayload {
+        let reference = match p.method.version {
+            3 => serde_route::<(ExecutionPayloadV3, Vec<B256>, B256)>(body)
+                .map(|(a, b, c)| Message::NewPayload(NewPayload::Cancun(a, b, c))),
+            4 => serde_route::<(ExecutionPayloadV3, Vec<B256>, B256, Requests)>(body)
+                .map(|(a, b, c, d)| Message::NewPayload(NewPayload::Prague(a, b, c, d))),
+            _ => Some(msg.clone()),
+        };
+        assert_eq!(
+            reference.as_ref(),
+            Some(&msg),
+            "{what}: the fixed-shape and serde decoders disagree"
+        );
+    }
     if let Ok(json) = to_json(&msg, p.is_request()) {
         let back = Message::from_json(p.method, p.fork, p.kind, &json)
             .unwrap_or_else(|e| panic!("{what}: re-encoded JSON does not decode: {e}"));
