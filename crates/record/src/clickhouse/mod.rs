@@ -12,8 +12,9 @@
 //! Exactly once: every row carries its spool's id and its sequence number in that spool
 //! (`spool_id`, `spool_seq`, the table's sort key). The first batch after a start and every
 //! batch after a failed try are looked up by that key before they are sent, and only the rows
-//! the server does not hold are inserted. A single `INSERT` of one batch is written by the
-//! server as one part (atomically), so a batch is either all there or not at all.
+//! the server does not hold are inserted. The lookup is row by row, so a batch half written
+//! (an insert is one part per partition: a batch across a month boundary is two) is completed,
+//! not repeated.
 //!
 //! Not here: the recorder's queue (`recorder`), SQLite and JSON lines (`sink`).
 
