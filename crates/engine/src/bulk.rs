@@ -614,8 +614,34 @@ fn built_payload_whole(version: u8, doc: &[u8]) -> Option<BuiltPayload> {
         _ => None,
     })?;
     c.end()?;
-    let (payload, value, parts, override_builder) = (payload?, value?, parts?, override_builder?);
-    let per_blob = if version == 5 {
+    assemble(
+        version,
+        ReadPayload::V3(payload?),
+        value?,
+        parts?,
+        override_builder?,
+        requests.map(Into::into),
+    )
+}
+
+/// The payload of a getPayload result: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
+enum ReadPayload {
+    V3(ExecutionPayloadV3),
+    V4(ExecutionPayloadV4),
+}
+
+/// A getPayloadV3..V6 result from its parts, however they were read (the fixed-shape cursor
+/// or the splice with serde); `None` when the parts do not make one of that version: a
+/// bundle whose lists disagree, execution requests where there are none or the reverse.
+fn assemble(
+    version: u8,
+    payload: ReadPayload,
+    value: U256,
+    parts: BundleParts,
+    override_builder: bool,
+    requests: Option<alloy_eips::eip7685::Requests>,
+) -> Option<BuiltPayload> {
+    let per_blob = if version >= 5 {
         schema::CELLS_PER_EXT_BLOB
     } else {
         1
@@ -626,8 +652,13 @@ fn built_payload_whole(version: u8, doc: &[u8]) -> Option<BuiltPayload> {
     {
         return None;
     }
-    Some(match version {
-        3 | 4 => {
+    let cell_bundle = |parts: BundleParts| BlobsBundleV2 {
+        commitments: parts.commitments,
+        proofs: parts.proofs,
+        blobs: parts.blobs,
+    };
+    Some(match (version, payload) {
+        (3 | 4, ReadPayload::V3(payload)) => {
             let envelope = ExecutionPayloadEnvelopeV3 {
                 execution_payload: payload,
                 block_value: value,
@@ -639,24 +670,28 @@ fn built_payload_whole(version: u8, doc: &[u8]) -> Option<BuiltPayload> {
                 should_override_builder: override_builder,
             };
             match requests {
-                Some(r) => BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
+                Some(execution_requests) => BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
                     envelope_inner: envelope,
-                    execution_requests: r.into(),
+                    execution_requests,
                 }),
                 None => BuiltPayload::V3(envelope),
             }
         }
-        _ => BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
+        (5, ReadPayload::V3(payload)) => BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
             execution_payload: payload,
             block_value: value,
-            blobs_bundle: BlobsBundleV2 {
-                commitments: parts.commitments,
-                proofs: parts.proofs,
-                blobs: parts.blobs,
-            },
+            blobs_bundle: cell_bundle(parts),
             should_override_builder: override_builder,
-            execution_requests: requests?.into(),
+            execution_requests: requests?,
         }),
+        (6, ReadPayload::V4(payload)) => BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
+            execution_payload: payload,
+            block_value: value,
+            blobs_bundle: cell_bundle(parts),
+            should_override_builder: override_builder,
+            execution_requests: requests?,
+        }),
+        _ => return None,
     })
 }
 
@@ -706,28 +741,6 @@ fn fixed_width_blobs(doc: &[u8], at: usize) -> Option<(Vec<Blob>, usize)> {
     Some((blobs, i + 1))
 }
 
-/// The fields of a V5/V6 answer with its blobs put back (they carry execution requests;
-/// `None` when the answer has none).
-type CellProofsParts<P> = (P, U256, BlobsBundleV2, bool, alloy_eips::eip7685::Requests);
-
-fn with_cell_proofs<P>(
-    e: EnvelopeWithoutBlobs<P>,
-    parts: BundleParts,
-) -> Option<CellProofsParts<P>> {
-    let bundle = BlobsBundleV2 {
-        commitments: parts.commitments,
-        proofs: parts.proofs,
-        blobs: parts.blobs,
-    };
-    Some((
-        e.execution_payload,
-        e.block_value,
-        bundle,
-        e.should_override_builder,
-        e.execution_requests?,
-    ))
-}
-
 /// Decodes a getPayloadV3..V6 result through [`splice_bundle`]; `None` means "use serde".
 pub(crate) fn built_payload_from_json(
     what: &str,
@@ -744,89 +757,42 @@ pub(crate) fn built_payload_from_json(
         return Ok(None);
     };
     json::require_hex_prefix(what, &rest)?;
+    /// The envelope serde read around the spliced bundle, which must have been that bundle
+    /// (its lists left empty).
     fn parse<P: serde::de::DeserializeOwned>(rest: &[u8]) -> Option<EnvelopeWithoutBlobs<P>> {
-        serde_json::from_slice(rest).ok()
+        serde_json::from_slice(rest)
+            .ok()
+            .filter(|e: &EnvelopeWithoutBlobs<P>| {
+                let b = &e.blobs_bundle;
+                b.commitments.is_empty() && b.proofs.is_empty() && b.blobs.is_empty()
+            })
     }
-    let per_blob = if version >= 5 {
-        schema::CELLS_PER_EXT_BLOB
+    let read = if version == 6 {
+        parse::<ExecutionPayloadV4>(&rest).map(|e| {
+            let payload = ReadPayload::V4(e.execution_payload);
+            (
+                payload,
+                e.block_value,
+                e.should_override_builder,
+                e.execution_requests,
+            )
+        })
     } else {
-        1
+        parse::<ExecutionPayloadV3>(&rest).map(|e| {
+            let payload = ReadPayload::V3(e.execution_payload);
+            (
+                payload,
+                e.block_value,
+                e.should_override_builder,
+                e.execution_requests,
+            )
+        })
     };
-    // The spliced bundle must be the one serde saw (its lists empty), and whole.
-    let check = |b: &BundleWithoutBlobs| {
-        b.commitments.is_empty()
-            && b.proofs.is_empty()
-            && b.blobs.is_empty()
-            && parts.commitments.len() == parts.blobs.len()
-            && parts.proofs.len() == parts.blobs.len() * per_blob
-    };
-    Ok(match version {
-        3 | 4 => {
-            let Some(e) = parse::<ExecutionPayloadV3>(&rest) else {
-                return Ok(None);
-            };
-            if !check(&e.blobs_bundle) || (version == 4) != e.execution_requests.is_some() {
-                return Ok(None);
-            }
-            let v3 = ExecutionPayloadEnvelopeV3 {
-                execution_payload: e.execution_payload,
-                block_value: e.block_value,
-                blobs_bundle: BlobsBundleV1 {
-                    commitments: parts.commitments,
-                    proofs: parts.proofs,
-                    blobs: parts.blobs,
-                },
-                should_override_builder: e.should_override_builder,
-            };
-            match e.execution_requests {
-                Some(execution_requests) => Some(BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
-                    envelope_inner: v3,
-                    execution_requests,
-                })),
-                None => Some(BuiltPayload::V3(v3)),
-            }
-        }
-        5 => parse::<ExecutionPayloadV3>(&rest)
-            .filter(|e| check(&e.blobs_bundle))
-            .and_then(|e| with_cell_proofs(e, parts))
-            .map(
-                |(
-                    execution_payload,
-                    block_value,
-                    blobs_bundle,
-                    should_override_builder,
-                    execution_requests,
-                )| {
-                    BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
-                        execution_payload,
-                        block_value,
-                        blobs_bundle,
-                        should_override_builder,
-                        execution_requests,
-                    })
-                },
-            ),
-        _ => parse::<ExecutionPayloadV4>(&rest)
-            .filter(|e| check(&e.blobs_bundle))
-            .and_then(|e| with_cell_proofs(e, parts))
-            .map(
-                |(
-                    execution_payload,
-                    block_value,
-                    blobs_bundle,
-                    should_override_builder,
-                    execution_requests,
-                )| {
-                    BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
-                        execution_payload,
-                        block_value,
-                        blobs_bundle,
-                        should_override_builder,
-                        execution_requests,
-                    })
-                },
-            ),
-    })
+    Ok(
+        read.and_then(|(payload, value, override_builder, requests)| {
+            assemble(version, payload, value, parts, override_builder, requests)
+        }),
+    )
 }
 
 /// JSON's whitespace: space, tab, line feed, carriage return. Not `u8::is_ascii_whitespace`,
