@@ -252,7 +252,7 @@ impl Worker {
                         self.flush(&mut batch);
                     }
                     let left: usize = self.pending.iter().map(Vec::len).sum();
-                    self.lose(left as u64);
+                    lose(&self.counters, &self.metrics, left as u64);
                     // Remote sinks send what they can now; their last figures are kept.
                     let closed = self.sinks.drain(..).filter_map(Sink::close).collect();
                     self.publish_remote(closed);
@@ -268,14 +268,6 @@ impl Worker {
             let pending = self.counters.pending.load(Ordering::Relaxed);
             self.metrics.queue_depth.set((depth + pending) as i64);
             self.publish_remote(self.sinks.iter().filter_map(Sink::remote_stats).collect());
-        }
-    }
-
-    /// Counts records no sink will ever take.
-    fn lose(&self, n: u64) {
-        if n > 0 {
-            self.counters.lost.fetch_add(n, Ordering::Relaxed);
-            self.metrics.lost.inc_by(n);
         }
     }
 
@@ -320,8 +312,7 @@ impl Worker {
             if !pending.is_empty() {
                 match sink.write(pending) {
                     Ok(refused) => {
-                        self.counters.lost.fetch_add(refused, Ordering::Relaxed);
-                        self.metrics.lost.inc_by(refused);
+                        lose(&self.counters, &self.metrics, refused);
                         tracing::info!(sink = %sink.name(), records = pending.len(), "written after earlier failures");
                         pending.clear();
                     }
@@ -332,8 +323,7 @@ impl Worker {
                         let over = pending.len().saturating_sub(MAX_PENDING);
                         if over > 0 {
                             pending.drain(..over);
-                            self.counters.lost.fetch_add(over as u64, Ordering::Relaxed);
-                            self.metrics.lost.inc_by(over as u64);
+                            lose(&self.counters, &self.metrics, over as u64);
                         }
                         continue;
                     }
@@ -344,8 +334,7 @@ impl Worker {
             }
             match sink.write(batch) {
                 Ok(refused) => {
-                    self.counters.lost.fetch_add(refused, Ordering::Relaxed);
-                    self.metrics.lost.inc_by(refused);
+                    lose(&self.counters, &self.metrics, refused);
                 }
                 Err(e) => {
                     self.counters.sink_errors.fetch_add(1, Ordering::Relaxed);
@@ -523,6 +512,15 @@ impl Worker {
         if scratch.capacity() <= 64 << 20 {
             self.scratch = scratch;
         }
+    }
+}
+
+/// Counts records no sink will ever take, in the stats and the metrics. A free function:
+/// `flush` calls it while it holds the sinks mutably.
+fn lose(counters: &Counters, metrics: &Metrics, n: u64) {
+    if n > 0 {
+        counters.lost.fetch_add(n, Ordering::Relaxed);
+        metrics.lost.inc_by(n);
     }
 }
 

@@ -87,8 +87,6 @@ pub struct RemoteStats {
     pub spool: SpoolStats,
     /// Rows the server took.
     pub shipped: u64,
-    /// Rows a replay found already there (and did not send again).
-    pub already_there: u64,
     /// Failed tries.
     pub errors: u64,
 }
@@ -422,7 +420,6 @@ fn remote_stats(spool: &Spool, shipped: &clickhouse::ShipStats) -> RemoteStats {
     RemoteStats {
         spool: spool.stats(),
         shipped: shipped.shipped.load(Relaxed),
-        already_there: shipped.already_there.load(Relaxed),
         errors: shipped.errors.load(Relaxed),
     }
 }

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 pub use row::Identity;
 pub(crate) use row::call_row;
-pub use schema::{FILL_XATU, MIGRATIONS, XATU_TABLES, migrate};
+pub use schema::{FILL_XATU, MIGRATIONS, XATU_TABLES, migrate, xatu_fill};
 pub use shipper::{ShipStats, Shipper};
 
 /// A parsed ClickHouse address: the HTTP endpoint, the database and the credentials.

@@ -29,18 +29,32 @@ pub const XATU_TABLES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The statements of a SQL file: comment lines dropped, split at the `;` ending a line.
-pub(crate) fn statements(sql: &str) -> Vec<String> {
-    let text: String = sql
-        .lines()
+/// SQL without its comment lines.
+fn without_comments(sql: &str) -> String {
+    sql.lines()
         .filter(|l| !l.trim_start().starts_with("--"))
         .map(|l| format!("{l}\n"))
-        .collect();
-    text.split(";\n")
+        .collect()
+}
+
+/// The statements of a SQL file: comment lines dropped, split at the `;` ending a line.
+pub(crate) fn statements(sql: &str) -> Vec<String> {
+    without_comments(sql)
+        .split(";\n")
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// The fill statement of one of [`XATU_TABLES`], with `{db}`, `{spool_id}`, `{first}`,
+/// `{last}` and `{replay}` left for the batch. Comments go before anything is filled in, so
+/// a placeholder a comment names is never filled with a fragment.
+pub fn xatu_fill(table: &str, method: &str, columns: &str) -> String {
+    without_comments(FILL_XATU)
+        .replace("{table}", table)
+        .replace("{method}", method)
+        .replace("{columns}", without_comments(columns).trim_end())
 }
 
 /// Creates the database and applies the schema versions the server does not have yet;
@@ -82,11 +96,7 @@ mod tests {
             .collect();
         assert_eq!(counts, [1, 2]);
         for (table, method, columns) in XATU_TABLES {
-            let sql = FILL_XATU
-                .replace("{table}", table)
-                .replace("{method}", method)
-                .replace("{columns}", columns);
-            let parts = statements(&sql);
+            let parts = statements(&xatu_fill(table, method, columns));
             assert_eq!(parts.len(), 1);
             assert!(parts[0].starts_with(&format!("INSERT INTO {{db}}.{table}\nSELECT")));
             assert!(!parts[0].contains("--"), "the columns' comment is dropped");

@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Client, FILL_XATU, XATU_TABLES, schema};
+use super::{Client, XATU_TABLES, schema};
 use crate::spool::{Batch, Spool};
 
 /// Rows per insert at most.
@@ -32,8 +32,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub struct ShipStats {
     /// Rows the server holds that this shipper sent.
     pub shipped: AtomicU64,
-    /// Rows found already on the server when a batch was replayed (not sent again).
-    pub already_there: AtomicU64,
     /// Failed tries.
     pub errors: AtomicU64,
 }
@@ -226,24 +224,16 @@ fn ship(
         } else {
             String::new()
         };
-        let sql = FILL_XATU
-            .replace("{table}", table)
-            .replace("{method}", method)
-            .replace("{columns}", columns)
+        let sql = schema::xatu_fill(table, method, columns)
             .replace("{db}", db)
             .replace("{spool_id}", spool_id)
             .replace("{first}", &first.to_string())
             .replace("{last}", &last.to_string())
             .replace("{replay}", &skip_filled);
-        for statement in schema::statements(&sql) {
-            client.execute(&statement)?;
-        }
+        client.execute(sql.trim())?;
     }
     stats
         .shipped
         .fetch_add(batch.count - present.len() as u64, Ordering::Relaxed);
-    stats
-        .already_there
-        .fetch_add(present.len() as u64, Ordering::Relaxed);
     Ok(())
 }
