@@ -37,7 +37,8 @@ pub(crate) struct Refusal {
     pub(crate) id: Option<Bytes>,
 }
 
-fn refuse(problem: Problem, message: impl Into<String>) -> Refusal {
+/// A refusal without a JSON-RPC id (the caller adds one when it knows it).
+pub(crate) fn refuse(problem: Problem, message: impl Into<String>) -> Refusal {
     Refusal {
         problem,
         message: message.into(),

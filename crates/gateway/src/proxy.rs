@@ -265,14 +265,13 @@ async fn handle(
     if head > config.limits.max_header_bytes {
         let json_rpc = classify::is_json_rpc(request.method(), request.uri().path());
         capture.transport = Some(transport_of(&request));
-        let refusal = Refusal {
-            problem: Problem::RequestTooLarge,
-            message: format!(
+        let refusal = classify::refuse(
+            Problem::RequestTooLarge,
+            format!(
                 "request head of {head} bytes over the limit of {} bytes",
                 config.limits.max_header_bytes
             ),
-            id: None,
-        };
+        );
         return Ok(refuse_with_status(
             refusal,
             json_rpc,
@@ -342,13 +341,12 @@ async fn handle(
     {
         // Refused from the Content-Length alone: not a byte of the body is read.
         capture.route = route;
-        let refusal = Refusal {
-            problem: Problem::RequestTooLarge,
-            message: format!(
+        let refusal = classify::refuse(
+            Problem::RequestTooLarge,
+            format!(
                 "request body of {declared} bytes over the limit of {body_limit} bytes{limit_of}"
             ),
-            id: None,
-        };
+        );
         return Ok(refuse(
             refusal,
             json_rpc_path,
@@ -367,14 +365,13 @@ async fn handle(
     )
     .await;
     let Ok(read) = read else {
-        let refusal = Refusal {
-            problem: Problem::InvalidRequest,
-            message: format!(
+        let refusal = classify::refuse(
+            Problem::InvalidRequest,
+            format!(
                 "the request body did not arrive within {:?}",
                 config.limits.body_timeout
             ),
-            id: None,
-        };
+        );
         return Ok(refuse_with_status(
             refusal,
             json_rpc_path,
@@ -403,11 +400,7 @@ async fn handle(
                     format!("reading the request body failed: {e}"),
                 )
             };
-            let refusal = Refusal {
-                problem,
-                message,
-                id: None,
-            };
+            let refusal = classify::refuse(problem, message);
             return Ok(refuse(
                 refusal,
                 json_rpc_path,
@@ -691,14 +684,13 @@ fn too_busy(
         }),
         ..new_capture(request, config)
     };
-    let refusal = Refusal {
-        problem: Problem::Internal,
-        message: format!(
+    let refusal = classify::refuse(
+        Problem::Internal,
+        format!(
             "{} calls in flight already: try again",
             config.limits.max_in_flight
         ),
-        id: None,
-    };
+    );
     refuse_with_status(
         refusal,
         json_rpc,
@@ -713,11 +705,8 @@ fn too_busy(
 /// `--auth verify`: the refusal for a call whose JWT is missing or not valid (HS256 with the
 /// shared secret, `iat` within ±60 s).
 fn check_token(config: &ProxyConfig, headers: &HeaderMap) -> Option<Refusal> {
-    let refuse = |why: String| Refusal {
-        problem: Problem::InvalidRequest,
-        message: format!("JWT refused: {why}"),
-        id: None,
-    };
+    let refuse =
+        |why: String| classify::refuse(Problem::InvalidRequest, format!("JWT refused: {why}"));
     let Some(secret) = &config.jwt else {
         return Some(refuse("the gateway has no secret to verify with".into()));
     };
@@ -781,11 +770,7 @@ async fn websocket(
     let response = match config.upstream.send(upstream_request).await {
         Ok(response) => response,
         Err(e) => {
-            let refusal = Refusal {
-                problem: Problem::Internal,
-                message: e.to_string(),
-                id: None,
-            };
+            let refusal = classify::refuse(Problem::Internal, e.to_string());
             return refuse_with_status(
                 refusal,
                 true,
