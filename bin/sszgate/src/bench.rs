@@ -92,15 +92,7 @@ fn soak(args: SoakArgs) -> Result<()> {
     );
     let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::soak::run(&options));
-    let text = format!(
-        "Machine: {}\n\n{}",
-        sszgate_bench::harness::machine(),
-        report.markdown()
-    );
-    println!("{text}");
-    if let Some(out) = args.out {
-        std::fs::write(&out, &text).with_context(|| format!("writing {}", out.display()))?;
-    }
+    print_report(&report.markdown(), args.out.as_deref())?;
     if let Some(path) = args.json {
         let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
         std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
@@ -197,15 +189,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     );
     let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::proxy::run(&options));
-    let text = format!(
-        "Machine: {}\n\n{}",
-        sszgate_bench::harness::machine(),
-        report.markdown()
-    );
-    println!("{text}");
-    if let Some(out) = args.out {
-        std::fs::write(&out, &text).with_context(|| format!("writing {}", out.display()))?;
-    }
+    print_report(&report.markdown(), args.out.as_deref())?;
     Ok(())
 }
 
@@ -322,5 +306,19 @@ fn study(which: Study, args: StudyArgs) -> Result<()> {
         "sszgate bench {name}: wrote {} and the CSV and charts next to it",
         md.display()
     );
+    Ok(())
+}
+
+/// Prints a bench's Markdown report after the machine's description, and writes the same to
+/// `out` when given.
+fn print_report(markdown: &str, out: Option<&std::path::Path>) -> Result<()> {
+    let text = format!(
+        "Machine: {}\n\n{markdown}",
+        sszgate_bench::harness::machine()
+    );
+    println!("{text}");
+    if let Some(out) = out {
+        std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+    }
     Ok(())
 }
