@@ -12,12 +12,13 @@ use alloy_eips::eip4844::{BlobAndProofV1, BlobAndProofV2, BlobCellsAndProofsV1};
 use alloy_eips::eip7685::Requests;
 use alloy_primitives::B256;
 use alloy_rpc_types_engine::{
-    ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4, ExecutionPayloadEnvelopeV5,
-    ExecutionPayloadEnvelopeV6, ExecutionPayloadV3,
+    ExecutionPayloadBodyV1, ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4,
+    ExecutionPayloadEnvelopeV5, ExecutionPayloadEnvelopeV6, ExecutionPayloadInputV2,
+    ExecutionPayloadV1, ExecutionPayloadV2, ExecutionPayloadV3, ForkchoiceState, PayloadAttributes,
 };
 use sszgate_engine::{
     Fork, Message, MessageKind, json,
-    message::{Blobs, BuiltPayload, NewPayload},
+    message::{Blobs, Bodies, BuiltPayload, Forkchoice, NewPayload},
     method::{self, Route},
     scan, translate,
 };
@@ -115,20 +116,66 @@ pub fn json_decode(data: &[u8]) {
         return;
     };
     let what = format!("{} {:?} {}", p.method.name, p.kind, p.fork);
-    // newPayloadV3/V4 params have a fixed-shape decoder in front of serde: whatever it takes,
-    // the serde route takes too, as the same message.
-    if p.kind == MessageKind::NewPayload {
-        let reference = match p.method.version {
-            3 => serde_route::<(ExecutionPayloadV3, Vec<B256>, B256)>(body)
-                .map(|(a, b, c)| Message::NewPayload(NewPayload::Cancun(a, b, c))),
-            4 => serde_route::<(ExecutionPayloadV3, Vec<B256>, B256, Requests)>(body)
-                .map(|(a, b, c, d)| Message::NewPayload(NewPayload::Prague(a, b, c, d))),
-            _ => Some(msg.clone()),
-        };
-        assert_eq!(
-            reference.as_ref(),
-            Some(&msg),
-            "{what}: the fixed-shape and serde decoders disagree"
+    // newPayloadV1..V4 and forkchoiceUpdated params and getPayloadBodiesV1 results have
+    // fixed-shape readers and writers in front of serde: whatever the reader takes, the serde
+    // route takes too, as the same message, and the writer writes serde's bytes.
+    let reference = match (p.kind, p.method.version) {
+        (MessageKind::NewPayload, 1) => serde_route::<(ExecutionPayloadV1,)>(body)
+            .map(|(a,)| Message::NewPayload(NewPayload::Paris(a))),
+        (MessageKind::NewPayload, 2) => {
+            serde_route::<(ExecutionPayloadInputV2,)>(body).and_then(|(input,)| {
+                match (p.fork, input.withdrawals) {
+                    (Fork::Paris, None) => Some(NewPayload::Paris(input.execution_payload)),
+                    (Fork::Paris, Some(_)) | (_, None) => None,
+                    (_, Some(withdrawals)) => Some(NewPayload::Shanghai(ExecutionPayloadV2 {
+                        payload_inner: input.execution_payload,
+                        withdrawals,
+                    })),
+                }
+                .map(Message::NewPayload)
+            })
+        }
+        (MessageKind::NewPayload, 3) => serde_route::<(ExecutionPayloadV3, Vec<B256>, B256)>(body)
+            .map(|(a, b, c)| Message::NewPayload(NewPayload::Cancun(a, b, c))),
+        (MessageKind::NewPayload, 4) => {
+            serde_route::<(ExecutionPayloadV3, Vec<B256>, B256, Requests)>(body)
+                .map(|(a, b, c, d)| Message::NewPayload(NewPayload::Prague(a, b, c, d)))
+        }
+        (MessageKind::Forkchoice, _) => {
+            serde_route::<(ForkchoiceState, Option<PayloadAttributes>)>(body)
+                .or_else(|| serde_route::<(ForkchoiceState,)>(body).map(|(s,)| (s, None)))
+                .map(|(state, attributes)| {
+                    Message::Forkchoice(Forkchoice {
+                        state,
+                        attributes,
+                        custody_columns: None,
+                    })
+                })
+        }
+        (MessageKind::Bodies, 1) => serde_route::<Vec<Option<ExecutionPayloadBodyV1>>>(body)
+            .map(|b| Message::Bodies(Bodies::V1(b))),
+        _ => Some(msg.clone()),
+    };
+    assert_eq!(
+        reference.as_ref(),
+        Some(&msg),
+        "{what}: the fixed-shape and serde decoders disagree"
+    );
+    let serde_json = match &msg {
+        Message::NewPayload(NewPayload::Paris(a)) => json::to_vec(&(a,)).ok(),
+        Message::NewPayload(NewPayload::Shanghai(a)) => json::to_vec(&(a,)).ok(),
+        Message::NewPayload(NewPayload::Cancun(a, b, c)) => json::to_vec(&(a, b, c)).ok(),
+        Message::NewPayload(NewPayload::Prague(a, b, c, d)) => json::to_vec(&(a, b, c, d)).ok(),
+        Message::Forkchoice(f) if f.custody_columns.is_none() => {
+            json::to_vec(&(&f.state, &f.attributes)).ok()
+        }
+        Message::Bodies(Bodies::V1(b)) => json::to_vec(b).ok(),
+        _ => None,
+    };
+    if let Some(serde_json) = serde_json {
+        assert!(
+            msg.to_json().ok() == Some(serde_json),
+            "{what}: the fixed-shape JSON writer's bytes differ from serde's"
         );
     }
     if let Ok(json) = to_json(&msg, p.is_request()) {

@@ -29,6 +29,7 @@
 mod bulk;
 pub mod capabilities;
 pub mod error;
+mod fixed_json;
 pub mod fork;
 pub mod json;
 pub mod message;

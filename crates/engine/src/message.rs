@@ -29,6 +29,7 @@ use crate::{
     bulk,
     capabilities::CapabilitiesDocument,
     error::{Error, Result},
+    fixed_json,
     fork::Fork,
     json,
     method::{MessageKind, MethodSpec},
@@ -268,11 +269,27 @@ impl Message {
         let what = what(method, kind);
         let w = what.as_str();
         let v = method.version;
-        // newPayload at its fixed shape, canonical hex throughout; anything else goes on below.
-        if kind == MessageKind::NewPayload
-            && let Some(np) = crate::bulk::new_payload_from_json(v, bytes)
-        {
-            return Ok(Message::NewPayload(np));
+        // The fixed-shape readers (canonical hex throughout, prefixes checked as they read);
+        // anything they do not take goes on below, to serde.
+        let fixed = match kind {
+            MessageKind::NewPayload => {
+                fixed_json::read::new_payload_from_json(v, fork, bytes).map(Message::NewPayload)
+            }
+            MessageKind::Forkchoice => {
+                fixed_json::read::forkchoice_from_json(bytes).map(|(state, attributes)| {
+                    Message::Forkchoice(Forkchoice {
+                        state,
+                        attributes,
+                        custody_columns: None,
+                    })
+                })
+            }
+            MessageKind::Bodies if v == 1 => fixed_json::read::bodies_v1_from_json(bytes)
+                .map(|bodies| Message::Bodies(Bodies::V1(bodies))),
+            _ => None,
+        };
+        if let Some(message) = fixed {
+            return Ok(message);
         }
         // The bulk getPayload path checks the prefixes itself, blob by blob.
         if kind.is_all_hex() && kind != MessageKind::BuiltPayload {
@@ -406,24 +423,15 @@ impl Message {
     /// Encodes the JSON-RPC form (params array or result), compact.
     pub fn to_json(&self) -> Result<Vec<u8>> {
         match self {
-            Message::NewPayload(np) => {
-                // Hex doubles the transactions' bytes; the other fields fit in 16 KiB.
-                let v1 = np.payload_v1();
-                let size = v1
-                    .transactions
-                    .iter()
-                    .map(|t| t.len() * 2 + 5)
-                    .sum::<usize>()
-                    + v1.extra_data.len() * 2
-                    + 16 * 1024;
-                match np {
-                    NewPayload::Paris(p) => json::to_vec_sized(&(p,), size),
-                    NewPayload::Shanghai(p) => json::to_vec_sized(&(p,), size),
-                    NewPayload::Cancun(p, h, r) => json::to_vec_sized(&(p, h, r), size),
-                    NewPayload::Prague(p, h, r, q) => json::to_vec_sized(&(p, h, r, q), size),
-                    NewPayload::Amsterdam(p, h, r, q) => json::to_vec_sized(&(p, h, r, q), size),
-                }
+            Message::NewPayload(NewPayload::Amsterdam(p, h, r, q)) => {
+                let size = fixed_json::write::payload_json_len(
+                    &p.payload_inner.payload_inner.payload_inner,
+                    p.payload_inner.payload_inner.withdrawals.len(),
+                ) + p.block_access_list.len() * 2;
+                json::to_vec_sized(&(p, h, r, q), size)
             }
+            Message::NewPayload(np) => fixed_json::write::new_payload_json(np)
+                .ok_or_else(|| Error::invalid("newPayload params", "no JSON writer for its fork")),
             Message::PayloadStatus(s) => json::to_vec(s),
             Message::Forkchoice(f) => {
                 if f.custody_columns.is_some() {
@@ -432,7 +440,10 @@ impl Message {
                         form: "JSON-RPC",
                     });
                 }
-                json::to_vec(&(&f.state, &f.attributes))
+                Ok(fixed_json::write::forkchoice_json(
+                    &f.state,
+                    f.attributes.as_ref(),
+                ))
             }
             Message::ForkchoiceResponse(r) => json::to_vec(r),
             Message::PayloadId(id) => json::to_vec(&(id,)),
@@ -449,7 +460,7 @@ impl Message {
             Message::BodiesByRange { from, count } => {
                 json::to_vec(&(U64::from(*from), U64::from(*count)))
             }
-            Message::Bodies(Bodies::V1(b)) => json::to_vec(b),
+            Message::Bodies(Bodies::V1(b)) => Ok(fixed_json::write::bodies_v1_json(b)),
             Message::Bodies(Bodies::V2(b)) => json::to_vec(b),
             Message::BlobsRequest(r) => match r.indices {
                 Some(indices) => json::to_vec(&(&r.versioned_hashes, indices)),
