@@ -154,6 +154,10 @@ struct ProxyBenchArgs {
     /// Extra arguments for the `sszgate proxy` under test, e.g. --proxy-arg=--store=none.
     #[arg(long = "proxy-arg", allow_hyphen_values = true)]
     proxy_args: Vec<String>,
+    /// Leave out the floor relays (a plain copying and a splicing TCP relay, measured in the
+    /// same rounds as the least any relay adds on this machine).
+    #[arg(long)]
+    no_floors: bool,
 }
 
 pub(crate) fn run(args: BenchArgs) -> Result<()> {
@@ -180,6 +184,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         nginx,
         proxy_args: args.proxy_args,
         bridge: args.bridge,
+        floors: !args.no_floors,
     };
     eprintln!(
         "sszgate bench proxy: data {}, blobs {:?}, nginx {:?}",

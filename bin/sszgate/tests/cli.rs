@@ -372,3 +372,73 @@ fn verify_passes_a_real_payload_and_names_the_failed_check_of_a_corrupted_one() 
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--message"));
 }
+
+/// `sszgate bench proxy` on the repository's testdata, a few rounds: every path is measured
+/// (direct, the proxy, both floor relays) and the proxy recorded every call it relayed.
+#[test]
+fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("proxy.md");
+    let data = sszgate_fixtures::testdata_dir();
+    let out = sszgate(
+        &[
+            "bench",
+            "proxy",
+            "--data",
+            data.to_str().unwrap(),
+            "--blobs",
+            "1",
+            "--rounds",
+            "2",
+            "--small-calls",
+            "64",
+            "--nginx",
+            "none",
+            "--out",
+            out_file.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(&out_file).unwrap();
+    // Three cases (forkchoiceUpdated, getPayloadV5 and getBlobsV2 with 1 blob), in both
+    // tables, each row with a number in every column.
+    let rows = |prefix: &str| {
+        report
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
+    let calls = rows("| getBlobsV2 | 1 |");
+    assert_eq!(calls.len(), 2, "{report}");
+    for row in &calls {
+        for cell in &row[3..row.len() - 1] {
+            let number = cell.trim_end_matches("/blob");
+            assert!(
+                number.parse::<f64>().is_ok(),
+                "not a number: {cell:?} in {report}"
+            );
+        }
+    }
+    assert!(
+        report.contains(
+            "| copy relay added | copy relay CPU | splice relay added | splice relay CPU |"
+        ),
+        "{report}"
+    );
+    // 3 warm-up + 2×3 measured calls per case (three times the rounds below 24 blobs), plus
+    // the small calls: each recorded once, none lost.
+    let written: u64 = report
+        .split("Records written ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no record count in {report}"));
+    assert_eq!(written, 3 * 9 + 64, "{report}");
+    assert!(report.contains("dropped 0."), "{report}");
+}

@@ -3,6 +3,8 @@
 //! - [`harness`]: an interleaving measurement harness (medians and spread, side by side).
 //! - [`proxy`]: the proxy benchmark (a fake EL serving real-data answers, called directly and
 //!   through the relay, interleaved).
+//! - [`relay_floor`]: plain TCP relays (copying, splicing) the proxy benchmark measures as
+//!   the floor of any relay on the machine.
 //! - [`codec`]: the codec study (`sszgate bench codec`): every message, six operations.
 //! - [`soak`]: the soak run (`sszgate bench soak`): mainnet-shaped traffic through the relay
 //!   and the bridge for a set time; memory over time, latency, errors, records lost.
@@ -15,5 +17,6 @@ pub mod codec;
 pub mod compress;
 pub mod harness;
 pub mod proxy;
+pub mod relay_floor;
 pub mod report;
 pub mod soak;

@@ -29,7 +29,10 @@ use sszgate_engine::{Fork, Message, message::Blobs};
 use sszgate_fixtures::{Fixtures, blobs_v2_response, built_payload};
 use tokio::net::TcpListener;
 
-use crate::harness::{Summary, ms};
+use crate::{
+    harness::{Summary, ms},
+    relay_floor::{FloorRelay, Mode},
+};
 
 /// Options of the proxy benchmark.
 #[derive(Clone, Debug)]
@@ -50,6 +53,9 @@ pub struct Options {
     pub proxy_args: Vec<String>,
     /// Also measure the bridge (REST-SSZ calls to a gateway in front of the JSON-RPC fake EL).
     pub bridge: bool,
+    /// Also measure the floor relays (plain TCP relays, copying and splicing; see
+    /// [`crate::relay_floor`]).
+    pub floors: bool,
 }
 
 /// One measured bridge case.
@@ -88,6 +94,8 @@ pub struct CaseResult {
     pub nginx: Option<Summary>,
     /// sszgate's CPU time per proxied call, ms.
     pub cpu_ms_per_call: f64,
+    /// The floor relays, when measured: their calls and their CPU per call, ms.
+    pub floors: Vec<(Summary, f64)>,
 }
 
 /// The whole report.
@@ -428,6 +436,15 @@ pub async fn run(options: &Options) -> Report {
         wait_ready(*addr).await;
     }
 
+    let floors: Vec<FloorRelay> = if options.floors {
+        [Mode::Copy, Mode::Splice]
+            .into_iter()
+            .map(|mode| FloorRelay::start(mode, el).expect("starting a floor relay"))
+            .collect()
+    } else {
+        Vec::new()
+    };
+
     let client: HttpClient = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(32)
         .build_http();
@@ -435,14 +452,16 @@ pub async fn run(options: &Options) -> Report {
     let proxied = format!("http://{proxy_addr}/");
     let via_nginx = nginx.as_ref().map(|(_, a)| format!("http://{a}/"));
 
+    // Every path of a case, in the order they rotate through: direct, sszgate, nginx (when
+    // measured), then the floor relays.
+    let mut targets = vec![direct.clone(), proxied.clone()];
+    targets.extend(via_nginx.clone());
+    targets.extend(floors.iter().map(|f| format!("http://{}/", f.addr)));
     let mut results = Vec::new();
     for (name, case, n, request) in &cases {
         // Warm up every path.
         let mut bytes = 0;
-        for target in [Some(&direct), Some(&proxied), via_nginx.as_ref()]
-            .into_iter()
-            .flatten()
-        {
+        for target in &targets {
             for _ in 0..3 {
                 bytes = call(&client, target, case, request).await;
             }
@@ -452,44 +471,45 @@ pub async fn run(options: &Options) -> Report {
         } else {
             options.rounds * 3
         };
-        let mut d = Vec::with_capacity(rounds);
-        let mut p = Vec::with_capacity(rounds);
-        let mut g = Vec::with_capacity(rounds);
+        let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); targets.len()];
         let cpu_before = cpu_seconds(pid);
+        let floor_cpu_before: Vec<f64> = floors.iter().map(FloorRelay::cpu_seconds).collect();
         for round in 0..rounds {
-            let order: [usize; 3] = [[0, 1, 2], [1, 2, 0], [2, 0, 1]][round % 3];
-            for which in order {
-                let (target, samples) = match which {
-                    0 => (&direct, &mut d),
-                    1 => (&proxied, &mut p),
-                    _ => match &via_nginx {
-                        Some(t) => (t, &mut g),
-                        None => continue,
-                    },
-                };
+            for k in 0..targets.len() {
+                let which = (round + k) % targets.len();
                 let start = Instant::now();
-                call(&client, target, case, request).await;
-                samples.push(start.elapsed());
+                call(&client, &targets[which], case, request).await;
+                samples[which].push(start.elapsed());
             }
         }
         let cpu = (cpu_seconds(pid) - cpu_before) * 1e3 / rounds as f64;
+        let mut samples = samples.into_iter();
+        let mut summary = |name: &str| Summary {
+            name: name.into(),
+            samples: samples.next().expect("one sample list per target"),
+        };
+        let direct = summary("direct");
+        let proxied = summary("sszgate");
+        let nginx = via_nginx.as_ref().map(|_| summary("nginx"));
+        let floors = floors
+            .iter()
+            .zip(floor_cpu_before)
+            .map(|(relay, before)| {
+                (
+                    summary(relay.mode.name()),
+                    (relay.cpu_seconds() - before) * 1e3 / rounds as f64,
+                )
+            })
+            .collect();
         results.push(CaseResult {
             name: name.clone(),
             blobs: *n,
             bytes,
-            direct: Summary {
-                name: "direct".into(),
-                samples: d,
-            },
-            proxied: Summary {
-                name: "sszgate".into(),
-                samples: p,
-            },
-            nginx: via_nginx.as_ref().map(|_| Summary {
-                name: "nginx".into(),
-                samples: g,
-            }),
+            direct,
+            proxied,
+            nginx,
             cpu_ms_per_call: cpu,
+            floors,
         });
     }
 
@@ -565,6 +585,52 @@ pub async fn run(options: &Options) -> Report {
 }
 
 impl Report {
+    /// The floor table: what a plain copying and a splicing TCP relay add, next to sszgate.
+    fn floors_markdown(&self) -> String {
+        let mut out = String::from(
+            "\nThe floors (plain TCP relays on loopback, no HTTP, nothing recorded; in the same rounds): added p50 ms and CPU per call ms, per blob where there are blobs.\n\n",
+        );
+        let names: Vec<&str> = self.cases[0]
+            .floors
+            .iter()
+            .map(|(s, _)| s.name.as_str())
+            .collect();
+        out.push_str("| call | blobs | sszgate added | sszgate CPU |");
+        for name in &names {
+            out.push_str(&format!(" {name} added | {name} CPU |"));
+        }
+        out.push_str("\n|---|---:|---:|---:|");
+        out.push_str(&"---:|---:|".repeat(names.len()));
+        out.push('\n');
+        let direct_ms = |c: &CaseResult| c.direct.median().as_secs_f64() * 1e3;
+        for c in &self.cases {
+            // Per blob where the answer has blobs, per call otherwise.
+            let per = |v: f64| {
+                if c.blobs > 0 {
+                    format!("{:.4}/blob", v / c.blobs as f64)
+                } else {
+                    format!("{v:.3}")
+                }
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |",
+                c.name,
+                c.blobs,
+                per(c.proxied.median().as_secs_f64() * 1e3 - direct_ms(c)),
+                per(c.cpu_ms_per_call)
+            ));
+            for (summary, cpu) in &c.floors {
+                out.push_str(&format!(
+                    " {} | {} |",
+                    per(summary.median().as_secs_f64() * 1e3 - direct_ms(c)),
+                    per(*cpu)
+                ));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The report as Markdown.
     pub fn markdown(&self) -> String {
         let mut out = String::new();
@@ -612,6 +678,9 @@ impl Report {
                 ));
             }
             out.push('\n');
+        }
+        if self.cases.iter().any(|c| !c.floors.is_empty()) {
+            out.push_str(&self.floors_markdown());
         }
         if !self.bridge.is_empty() {
             out.push_str("\nThe bridge (a REST-SSZ call through `sszgate proxy --upstream-transport json` to the JSON-RPC fake EL, against the JSON-RPC call straight to it):\n\n");

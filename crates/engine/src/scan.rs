@@ -147,50 +147,85 @@ pub fn value_start<'a, const N: usize>(b: &'a [u8], keys: [&str; N]) -> Option<(
 /// is not such a string (the caller then counts the slow way). For blob hex (`0x` + 262,144
 /// digits) this is what makes counting 72 blobs in a 20 MB answer cost microseconds.
 pub fn count_fixed_strings(b: &[u8], width: usize) -> Option<usize> {
+    let mut count = 0;
+    elements(b, |i| {
+        if b.get(i) != Some(&b'"') || b.get(i + 1 + width) != Some(&b'"') {
+            return None;
+        }
+        count += 1;
+        Some(i + 2 + width)
+    })?;
+    Some(count)
+}
+
+/// Walks the top-level array `b`: `element` gets where each element starts and returns where
+/// it ends; `None` when `b` is not an array or an element or separator is not as expected.
+fn elements(b: &[u8], mut element: impl FnMut(usize) -> Option<usize>) -> Option<()> {
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'[') {
         return None;
     }
     i = ws(b, i + 1);
-    let mut count = 0;
     if b.get(i) == Some(&b']') {
-        return Some(0);
+        return Some(());
     }
     loop {
-        if b.get(i) != Some(&b'"') || b.get(i + 1 + width) != Some(&b'"') {
-            return None;
-        }
-        count += 1;
-        i = ws(b, i + 2 + width);
+        i = ws(b, element(i)?);
         match b.get(i)? {
             b',' => i = ws(b, i + 1),
-            b']' => return Some(count),
+            b']' => return Some(()),
             _ => return None,
         }
     }
 }
 
+/// Which entries of the array `b` are objects (`true`) and which `null` (`false`), for arrays
+/// whose objects begin with a string of exactly `width` bytes under `first_key` (getBlobs
+/// answers: `{"blob": <262,146 bytes>, "proofs": …}`). That string is stepped over at its
+/// width, not read, as in [`count_fixed_strings`]; the rest of each object is skipped as
+/// usual. `None` when an entry is anything else (the caller then walks the slow way).
+/// Measured: walking every blob of a 72-blob answer was 9% of the proxy's CPU.
+pub fn fixed_first_string_objects(b: &[u8], first_key: &str, width: usize) -> Option<Vec<bool>> {
+    let mut out = Vec::new();
+    elements(b, |i| {
+        if b[i..].starts_with(b"null") {
+            out.push(false);
+            return Some(i + 4);
+        }
+        // `{"<first_key>":"<width bytes>"`, then the rest of the object.
+        let mut members = Members::of(&b[i..])?;
+        let (key, start) = members.next_key().ok()??;
+        let value_end = start + 2 + width;
+        if key != first_key.as_bytes()
+            || b.get(i + start) != Some(&b'"')
+            || b.get(i + value_end - 1) != Some(&b'"')
+        {
+            return None;
+        }
+        members.i = ws(members.b, value_end);
+        match members.b.get(members.i)? {
+            b',' => members.i = ws(members.b, members.i + 1),
+            b'}' => {}
+            _ => return None,
+        }
+        while let Some((_, start)) = members.next_key().ok()? {
+            members.skip(start).ok()?;
+        }
+        out.push(true);
+        Some(i + members.i + 1)
+    })?;
+    Some(out)
+}
+
 /// The raw elements of the top-level array `b`, or `None` when `b` is not an array.
 pub fn array_elements(b: &[u8]) -> Option<Vec<&[u8]>> {
     let mut out = Vec::new();
-    let mut i = ws(b, 0);
-    if b.get(i) != Some(&b'[') {
-        return None;
-    }
-    i = ws(b, i + 1);
-    if b.get(i) == Some(&b']') {
-        return Some(out);
-    }
-    loop {
+    elements(b, |i| {
         let end = skip_value(b, i)?;
         out.push(&b[i..end]);
-        i = ws(b, end);
-        match b.get(i)? {
-            b',' => i = ws(b, i + 1),
-            b']' => return Some(out),
-            _ => return None,
-        }
-    }
+        Some(end)
+    })?;
+    Some(out)
 }
 
 /// The contents of a JSON string without escapes (`"0x12"` -> `0x12`), `None` otherwise.
@@ -270,6 +305,34 @@ mod tests {
         assert_eq!(count_fixed_strings(blobs, 5), None);
         assert_eq!(count_fixed_strings(b"[ ]", 4), Some(0));
         assert!(value_start(body, ["nope"]).is_none());
+    }
+
+    #[test]
+    fn objects_with_a_fixed_first_string_are_stepped_over() {
+        let body = br#"[{"blob":"0xabcd","proofs":["0x01",{"x":"]}"}]} , null,{"blob":"0x0000"}]"#;
+        assert_eq!(
+            fixed_first_string_objects(body, "blob", 6),
+            Some(vec![true, false, true])
+        );
+        // The same walk as the general one, where both apply.
+        let slow: Vec<bool> = array_elements(body)
+            .unwrap()
+            .iter()
+            .map(|e| *e != b"null")
+            .collect();
+        assert_eq!(slow, vec![true, false, true]);
+        assert_eq!(
+            fixed_first_string_objects(b" [ ] ", "blob", 6),
+            Some(vec![])
+        );
+        // Another width, another first key, a missing separator: the slow way decides.
+        assert_eq!(fixed_first_string_objects(body, "blob", 5), None);
+        assert_eq!(fixed_first_string_objects(body, "proofs", 6), None);
+        assert_eq!(
+            fixed_first_string_objects(br#"[{"blob":"0xabcd" "p":1}]"#, "blob", 6),
+            None
+        );
+        assert_eq!(fixed_first_string_objects(br#"[1]"#, "blob", 6), None);
     }
 
     #[test]

@@ -133,8 +133,17 @@ pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
             let requested = count(params.first().copied());
             facts.blobs_requested = requested;
             facts.versioned_hash_count = requested;
-            if let Some(entries) = result.and_then(array_elements) {
-                blob_entries(&mut facts, entries.iter().map(|e| *e != b"null"));
+            // Entries are stepped over at the blob's fixed width when they have it.
+            let available = result.and_then(|r| {
+                scan::fixed_first_string_objects(r, "blob", 2 + 2 * ssz::BYTES_PER_BLOB).or_else(
+                    || {
+                        array_elements(r)
+                            .map(|entries| entries.iter().map(|e| *e != b"null").collect())
+                    },
+                )
+            });
+            if let Some(available) = available {
+                blob_entries(&mut facts, available.into_iter());
             } else if resp.error.is_none() {
                 facts.blobs_returned = Some(0);
             }

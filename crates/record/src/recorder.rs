@@ -396,13 +396,18 @@ impl Worker {
                         .enumerate()
                         .map(|(i, req)| {
                             let envelope = scan::envelope(req).unwrap_or_default();
-                            // Batch answers may come in any order: match them by id.
-                            let resp = responses
-                                .iter()
-                                .find(|r| {
+                            // Batch answers may come in any order: match them by id. A single
+                            // call's answer is the whole body, and is not walked for its id
+                            // (a pass over 20 MB, measured: 5% of the proxy's CPU).
+                            let by_id = || {
+                                responses.iter().find(|r| {
                                     envelope.id.is_some()
                                         && scan::envelope(r).and_then(|e| e.id) == envelope.id
                                 })
+                            };
+                            let resp = batch
+                                .then(by_id)
+                                .flatten()
                                 .or(responses.get(i))
                                 .copied()
                                 .unwrap_or_default();
