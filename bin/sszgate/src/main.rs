@@ -97,8 +97,19 @@ fn main() -> ExitCode {
 /// The runtime every async subcommand runs on: multi-threaded, with room on each thread's
 /// stack for large Engine API bodies (blob bundles).
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    runtime_with(None)
+}
+
+/// The runtime with `workers` worker threads (tokio's default, one per core, when `None`).
+pub(crate) fn runtime_with(
+    workers: Option<std::num::NonZeroUsize>,
+) -> anyhow::Result<tokio::runtime::Runtime> {
     use anyhow::Context;
-    tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        builder.worker_threads(n.get());
+    }
+    builder
         .enable_all()
         .thread_stack_size(8 << 20)
         .build()

@@ -31,6 +31,11 @@ pub(crate) struct ProxyArgs {
     )]
     listen: SocketAddr,
 
+    /// Threads that relay calls (default: one per CPU core). One thread keeps a call's hops
+    /// on one core, with no wake-ups across threads; see docs/benchmarks.md for both measured.
+    #[arg(long, env = "SSZGATE_WORKER_THREADS", help_heading = "Relay")]
+    worker_threads: Option<std::num::NonZeroUsize>,
+
     /// Time the EL has to start answering a call, e.g. 8s or 500ms; then the CL gets a 504.
     #[arg(long, env = "SSZGATE_UPSTREAM_TIMEOUT", default_value = "8s", value_parser = humantime::parse_duration, help_heading = "Relay")]
     upstream_timeout: Duration,
@@ -250,7 +255,7 @@ pub(crate) fn jwt(value: &str) -> Result<JwtSecret> {
 }
 
 pub(crate) fn run(args: ProxyArgs) -> Result<()> {
-    let runtime = crate::runtime()?;
+    let runtime = crate::runtime_with(args.worker_threads)?;
     runtime.block_on(run_async(args))
 }
 

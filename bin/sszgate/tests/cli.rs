@@ -374,7 +374,8 @@ fn verify_passes_a_real_payload_and_names_the_failed_check_of_a_corrupted_one() 
 }
 
 /// `sszgate bench proxy` on the repository's testdata, a few rounds: every path is measured
-/// (direct, the proxy, both floor relays) and the proxy recorded every call it relayed.
+/// (direct, the proxy, both floor relays) and the proxy (on one worker thread) recorded every
+/// call it relayed.
 #[test]
 fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
     let dir = tempfile::tempdir().unwrap();
@@ -396,6 +397,8 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
             "none",
             "--out",
             out_file.to_str().unwrap(),
+            // The proxy on one relay thread: the flag starts a proxy that relays and records.
+            "--proxy-arg=--worker-threads=1",
         ],
         b"",
     );
