@@ -193,7 +193,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         options.nginx
     );
     let runtime = crate::runtime()?;
-    let report = runtime.block_on(sszgate_bench::proxy::run(&options));
+    let report = runtime.block_on(sszgate_bench::proxy::run(&options, &mut progress("proxy")));
     print_report(&report.markdown(), args.out.as_deref())?;
     Ok(())
 }

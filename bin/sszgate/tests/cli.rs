@@ -407,6 +407,18 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Progress on stderr: each case, the small calls, the end (3 cases + the small calls).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for step in [
+        "0/4 forkchoiceUpdatedV3, 0 blobs",
+        "3/4 64 small calls",
+        "4/4 done",
+    ] {
+        assert!(
+            stderr.contains(&format!("sszgate bench proxy: {step}")),
+            "no {step:?} in {stderr}"
+        );
+    }
     let report = std::fs::read_to_string(&out_file).unwrap();
     // Three cases (forkchoiceUpdated, getPayloadV5 and getBlobsV2 with 1 blob), in both
     // tables, each row with a number in every column.

@@ -378,7 +378,9 @@ pub(crate) async fn wait_ready(addr: SocketAddr) {
 }
 
 /// Runs the benchmark.
-pub async fn run(options: &Options) -> Report {
+/// Runs the benchmark; `progress` is told each case as it starts (with its index and the
+/// number of steps), then the small-call run, the bridge when measured, then `done`.
+pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)) -> Report {
     let fixtures = Fixtures::load(&options.data).expect("fixtures load");
     let blobs = fixtures.blobs().expect("blobs load");
     let (_, payload) = fixtures.reference_payload().expect("a reference payload");
@@ -458,7 +460,9 @@ pub async fn run(options: &Options) -> Report {
     targets.extend(via_nginx.clone());
     targets.extend(floors.iter().map(|f| format!("http://{}/", f.addr)));
     let mut results = Vec::new();
-    for (name, case, n, request) in &cases {
+    let steps = cases.len() + 1;
+    for (step, (name, case, n, request)) in cases.iter().enumerate() {
+        progress(step, steps, &format!("{name}, {n} blobs"));
         // Warm up every path.
         let mut bytes = 0;
         for target in &targets {
@@ -514,6 +518,11 @@ pub async fn run(options: &Options) -> Report {
     }
 
     // Small-call throughput and memory growth.
+    progress(
+        cases.len(),
+        steps,
+        &format!("{} small calls", options.small_calls),
+    );
     let rss_before = rss_kib(pid);
     let throughput = |target: String, calls: usize| {
         let client = client.clone();
@@ -564,10 +573,12 @@ pub async fn run(options: &Options) -> Report {
     drop(nginx);
     drop(proxy);
     let bridge = if options.bridge {
+        progress(steps, steps + 1, "the bridge");
         measure_bridge(options, el, &dir, &client, &cases).await
     } else {
         Vec::new()
     };
+    progress(steps, steps, "done");
     let _ = std::fs::remove_dir_all(&dir);
     Report {
         bridge,
