@@ -154,8 +154,8 @@ struct ProxyBenchArgs {
     /// Extra arguments for the `sszgate proxy` under test, e.g. --proxy-arg=--store=none.
     #[arg(long = "proxy-arg", allow_hyphen_values = true)]
     proxy_args: Vec<String>,
-    /// Leave out the floor relays (a plain copying and a splicing TCP relay, measured in the
-    /// same rounds as the least any relay adds on this machine).
+    /// Leave out the floor relays (a plain copying and a splicing TCP relay and a bare hyper
+    /// HTTP relay, measured in the same rounds as the least a relay adds on this machine).
     #[arg(long)]
     no_floors: bool,
 }

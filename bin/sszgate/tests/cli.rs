@@ -374,7 +374,7 @@ fn verify_passes_a_real_payload_and_names_the_failed_check_of_a_corrupted_one() 
 }
 
 /// `sszgate bench proxy` on the repository's testdata, a few rounds: every path is measured
-/// (direct, the proxy, both floor relays) and the proxy (on one worker thread) recorded every
+/// (direct, the proxy, the three floor relays) and the proxy (on one worker thread) recorded every
 /// call it relayed.
 #[test]
 fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
@@ -442,7 +442,7 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
     }
     assert!(
         report.contains(
-            "| copy relay added | copy relay CPU | splice relay added | splice relay CPU |"
+            "| copy relay added | copy relay CPU | splice relay added | splice relay CPU | hyper relay added | hyper relay CPU |"
         ),
         "{report}"
     );

@@ -53,8 +53,8 @@ pub struct Options {
     pub proxy_args: Vec<String>,
     /// Also measure the bridge (REST-SSZ calls to a gateway in front of the JSON-RPC fake EL).
     pub bridge: bool,
-    /// Also measure the floor relays (plain TCP relays, copying and splicing; see
-    /// [`crate::relay_floor`]).
+    /// Also measure the floor relays (plain TCP relays, copying and splicing, and a bare
+    /// hyper HTTP relay; see [`crate::relay_floor`]).
     pub floors: bool,
 }
 
@@ -439,7 +439,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     }
 
     let floors: Vec<FloorRelay> = if options.floors {
-        [Mode::Copy, Mode::Splice]
+        [Mode::Copy, Mode::Splice, Mode::Hyper]
             .into_iter()
             .map(|mode| FloorRelay::start(mode, el).expect("starting a floor relay"))
             .collect()
@@ -599,7 +599,7 @@ impl Report {
     /// The floor table: what a plain copying and a splicing TCP relay add, next to sszgate.
     fn floors_markdown(&self) -> String {
         let mut out = String::from(
-            "\nThe floors (plain TCP relays on loopback, no HTTP, nothing recorded; in the same rounds): added p50 ms and CPU per call ms, per blob where there are blobs.\n\n",
+            "\nThe floors (plain TCP relays on loopback, copying and splicing, and an HTTP relay with nothing but hyper; nothing recorded; in the same rounds): added p50 ms and CPU per call ms, per blob where there are blobs.\n\n",
         );
         let names: Vec<&str> = self.cases[0]
             .floors

@@ -7,9 +7,14 @@
 //! - [`Mode::Copy`]: `read` into a 256 KiB buffer and `write` it out, the way any user-space
 //!   relay moves bytes (sszgate and nginx included).
 //! - [`Mode::Splice`]: `splice(2)` socket → pipe → socket, the bytes never enter user space.
+//! - [`Mode::Hyper`]: an HTTP/1.1 relay with nothing but hyper, the HTTP library sszgate's
+//!   proxy is built on (its server, and its pooled client with `TCP_NODELAY`), on a runtime of
+//!   its own with two worker threads: what HTTP alone costs, without classifying, checking or
+//!   recording anything.
 //!
-//! The relay's CPU time is the sum of its threads' (`CLOCK_THREAD_CPUTIME_ID`), read after
-//! every transfer, so it counts only what the relay did.
+//! The relay's CPU time is the sum of its threads' (`CLOCK_THREAD_CPUTIME_ID` for the TCP
+//! relays, read after every transfer; the on-CPU time of `/proc/self/task/<tid>/schedstat` for
+//! the hyper relay's runtime threads), so it counts only what the relay did.
 //!
 //! Not here: anything sszgate runs; these are measuring instruments, Linux only.
 
@@ -31,6 +36,8 @@ pub enum Mode {
     Copy,
     /// `splice(2)` through a pipe, no copy to user space.
     Splice,
+    /// hyper's HTTP/1.1 server and pooled client, relaying bodies frame by frame.
+    Hyper,
 }
 
 impl Mode {
@@ -39,6 +46,7 @@ impl Mode {
         match self {
             Mode::Copy => "copy relay",
             Mode::Splice => "splice relay",
+            Mode::Hyper => "hyper relay",
         }
     }
 }
@@ -51,11 +59,18 @@ pub struct FloorRelay {
     pub addr: SocketAddr,
     cpu_ns: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    /// The hyper relay's runtime and the ids of its threads.
+    hyper: Option<(tokio::runtime::Runtime, Arc<std::sync::Mutex<Vec<i32>>>)>,
 }
 
 impl FloorRelay {
     /// Starts a relay to `upstream` on a free loopback port.
     pub fn start(mode: Mode, upstream: SocketAddr) -> std::io::Result<FloorRelay> {
+        let pump: fn(TcpStream, TcpStream, &AtomicU64) = match mode {
+            Mode::Copy => copy_pump,
+            Mode::Splice => splice_pump,
+            Mode::Hyper => return hyper_relay(upstream),
+        };
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let cpu_ns = Arc::new(AtomicU64::new(0));
@@ -81,7 +96,7 @@ impl FloorRelay {
                         let cpu = cpu.clone();
                         let _ = thread::Builder::new()
                             .name("floor-relay".into())
-                            .spawn(move || pump(mode, from, to, &cpu));
+                            .spawn(move || pump(from, to, &cpu));
                     }
                 }
             })?;
@@ -90,13 +105,94 @@ impl FloorRelay {
             addr,
             cpu_ns,
             stop,
+            hyper: None,
         })
     }
 
     /// CPU seconds the relay's threads have used so far.
     pub fn cpu_seconds(&self) -> f64 {
-        self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
+        match &self.hyper {
+            Some((_, tids)) => {
+                let tids = tids.lock().expect("thread id list");
+                tids.iter().map(|tid| on_cpu_ns(*tid)).sum::<u64>() as f64 / 1e9
+            }
+            None => self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9,
+        }
     }
+}
+
+/// Time thread `tid` of this process has run on a CPU, ns (the first field of its
+/// `schedstat`); 0 when unreadable.
+fn on_cpu_ns(tid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The hyper relay: an HTTP/1.1 server whose every request goes on, as it is, through a
+/// pooled hyper client, and whose answer comes back frame by frame.
+fn hyper_relay(upstream: SocketAddr) -> std::io::Result<FloorRelay> {
+    use hyper_util::{
+        client::legacy::{Client, connect::HttpConnector},
+        rt::{TokioExecutor, TokioIo},
+        server::conn::auto,
+    };
+    let tids = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = tids.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(move || {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            recorded.lock().expect("thread id list").push(tid);
+        })
+        .build()?;
+    // Bound here, taken over inside the runtime: the caller may itself be on a runtime,
+    // where blocking on another is not allowed.
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: Client<HttpConnector, hyper::body::Incoming> =
+        Client::builder(TokioExecutor::new()).build(connector);
+    let stop = Arc::new(AtomicBool::new(false));
+    runtime.spawn(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = stream.set_nodelay(true);
+            let client = client.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request: http::Request<_>| {
+                    let client = client.clone();
+                    async move {
+                        let (mut parts, body) = request.into_parts();
+                        parts.uri = format!("http://{upstream}{}", parts.uri)
+                            .parse()
+                            .expect("a loopback URI");
+                        client.request(http::Request::from_parts(parts, body)).await
+                    }
+                });
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(FloorRelay {
+        mode: Mode::Hyper,
+        addr,
+        cpu_ns: Arc::new(AtomicU64::new(0)),
+        stop,
+        hyper: Some((runtime, tids)),
+    })
 }
 
 impl Drop for FloorRelay {
@@ -104,6 +200,10 @@ impl Drop for FloorRelay {
         self.stop.store(true, Ordering::Relaxed);
         // Wake the accept loop so it sees the flag.
         let _ = TcpStream::connect(self.addr);
+        // The hyper relay's runtime stops with its tasks, without waiting for them.
+        if let Some((runtime, _)) = self.hyper.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -118,85 +218,88 @@ fn thread_cpu_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// Moves bytes from `from` to `to` until `from` ends or either fails, adding this thread's
-/// CPU time to `cpu` after every transfer.
-fn pump(mode: Mode, mut from: TcpStream, mut to: TcpStream, cpu: &AtomicU64) {
+/// Adds this thread's CPU time since `last` to `cpu`, and moves `last` on.
+fn account(cpu: &AtomicU64, last: &mut u64) {
+    let now = thread_cpu_ns();
+    cpu.fetch_add(now - *last, Ordering::Relaxed);
+    *last = now;
+}
+
+/// Moves bytes from `from` to `to` through a user-space buffer until `from` ends or either
+/// fails, adding this thread's CPU time to `cpu` after every transfer.
+fn copy_pump(mut from: TcpStream, mut to: TcpStream, cpu: &AtomicU64) {
     let mut last = thread_cpu_ns();
-    let mut account = || {
-        let now = thread_cpu_ns();
-        cpu.fetch_add(now - last, Ordering::Relaxed);
-        last = now;
-    };
-    match mode {
-        Mode::Copy => {
-            let mut buf = vec![0u8; 256 * 1024];
-            loop {
-                let n = match from.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                let written = to.write_all(&buf[..n]);
-                account();
-                if written.is_err() {
-                    break;
-                }
-            }
-        }
-        Mode::Splice => {
-            let mut fds = [0; 2];
-            // SAFETY: `fds` has room for the two descriptors pipe2 returns.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-                return;
-            }
-            let (pipe_r, pipe_w) = (fds[0], fds[1]);
-            // A 1 MiB pipe: fewer round trips through the kernel per large answer.
-            // SAFETY: plain fcntl on a pipe this function owns.
-            unsafe { libc::fcntl(pipe_w, libc::F_SETPIPE_SZ, 1 << 20) };
-            // Not SPLICE_F_MORE: on a socket it corks the answer's tail until TCP's timer.
-            let flags = libc::SPLICE_F_MOVE;
-            'relay: loop {
-                // SAFETY: valid descriptors; null offsets are what sockets and pipes need.
-                let n = unsafe {
-                    libc::splice(
-                        from.as_raw_fd(),
-                        std::ptr::null_mut(),
-                        pipe_w,
-                        std::ptr::null_mut(),
-                        1 << 20,
-                        flags,
-                    )
-                };
-                if n <= 0 {
-                    break;
-                }
-                let mut left = n as usize;
-                while left > 0 {
-                    // SAFETY: as above.
-                    let m = unsafe {
-                        libc::splice(
-                            pipe_r,
-                            std::ptr::null_mut(),
-                            to.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            left,
-                            flags,
-                        )
-                    };
-                    if m <= 0 {
-                        break 'relay;
-                    }
-                    left -= m as usize;
-                }
-                account();
-            }
-            // SAFETY: closing the pipe this function opened, once.
-            unsafe {
-                libc::close(pipe_r);
-                libc::close(pipe_w);
-            }
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let written = to.write_all(&buf[..n]);
+        account(cpu, &mut last);
+        if written.is_err() {
+            break;
         }
     }
-    account();
+    account(cpu, &mut last);
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+/// As [`copy_pump`], with `splice(2)` through a pipe: the bytes never enter user space.
+fn splice_pump(from: TcpStream, to: TcpStream, cpu: &AtomicU64) {
+    let mut last = thread_cpu_ns();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    let (pipe_r, pipe_w) = (fds[0], fds[1]);
+    // A 1 MiB pipe: fewer round trips through the kernel per large answer.
+    // SAFETY: plain fcntl on a pipe this function owns.
+    unsafe { libc::fcntl(pipe_w, libc::F_SETPIPE_SZ, 1 << 20) };
+    // Not SPLICE_F_MORE: on a socket it corks the answer's tail until TCP's timer.
+    let flags = libc::SPLICE_F_MOVE;
+    'relay: loop {
+        // SAFETY: valid descriptors; null offsets are what sockets and pipes need.
+        let n = unsafe {
+            libc::splice(
+                from.as_raw_fd(),
+                std::ptr::null_mut(),
+                pipe_w,
+                std::ptr::null_mut(),
+                1 << 20,
+                flags,
+            )
+        };
+        if n <= 0 {
+            break;
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::splice(
+                    pipe_r,
+                    std::ptr::null_mut(),
+                    to.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    left,
+                    flags,
+                )
+            };
+            if m <= 0 {
+                break 'relay;
+            }
+            left -= m as usize;
+        }
+        account(cpu, &mut last);
+    }
+    // SAFETY: closing the pipe this function opened, once.
+    unsafe {
+        libc::close(pipe_r);
+        libc::close(pipe_w);
+    }
+    account(cpu, &mut last);
     let _ = to.shutdown(Shutdown::Write);
 }
 
@@ -244,5 +347,68 @@ mod tests {
             assert!(answer == expected, "{}: the bytes changed", mode.name());
             assert!(relay.cpu_seconds() > 0.0, "{}: no CPU counted", mode.name());
         }
+    }
+
+    /// An HTTP/1.1 upstream: answers each POST with its body reversed.
+    fn reversing_http_upstream() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let stream = stream.unwrap();
+                thread::spawn(move || {
+                    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                    let mut writer = stream;
+                    while let Some(mut body) = read_http_body(&mut reader) {
+                        body.reverse();
+                        let head =
+                            format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+                        writer.write_all(head.as_bytes()).unwrap();
+                        writer.write_all(&body).unwrap();
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// The body of the next HTTP/1.1 message on `reader` (by its Content-Length).
+    fn read_http_body(reader: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().ok()?;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        Some(body)
+    }
+
+    #[test]
+    fn the_hyper_relay_passes_calls_on_a_kept_alive_connection_and_counts_its_cpu() {
+        let relay = FloorRelay::start(Mode::Hyper, reversing_http_upstream()).unwrap();
+        let stream = TcpStream::connect(relay.addr).unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        for size in [5usize, 3 << 20] {
+            let body: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+            let head = format!("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: {size}\r\n\r\n");
+            writer.write_all(head.as_bytes()).unwrap();
+            writer.write_all(&body).unwrap();
+            let mut answer = read_http_body(&mut reader).expect("an answer");
+            answer.reverse();
+            assert!(answer == body, "{size} bytes: the body changed");
+        }
+        assert!(relay.cpu_seconds() > 0.0, "no CPU counted");
     }
 }
