@@ -441,7 +441,13 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     let floors: Vec<FloorRelay> = if options.floors {
         [Mode::Copy, Mode::Splice, Mode::Hyper]
             .into_iter()
-            .map(|mode| FloorRelay::start(mode, el).expect("starting a floor relay"))
+            .filter_map(|mode| match FloorRelay::start(mode, el) {
+                Ok(relay) => Some(relay),
+                Err(e) => {
+                    eprintln!("sszgate bench proxy: the {} is left out: {e}", mode.name());
+                    None
+                }
+            })
             .collect()
     } else {
         Vec::new()

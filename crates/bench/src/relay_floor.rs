@@ -1,9 +1,9 @@
 //! Floor relays for the proxy benchmark: the least any relay between the caller and the EL can
 //! cost on this machine, to read sszgate's overhead against.
 //!
-//! Each is a plain TCP relay on loopback, no HTTP at all: every accepted connection gets its
-//! own connection to the EL and two threads that move bytes one way each, until either side
-//! closes. HTTP/1.1 keep-alive calls pass through unchanged.
+//! The first two are plain TCP relays on loopback, no HTTP at all: every accepted connection
+//! gets its own connection to the EL and two threads that move bytes one way each, until
+//! either side closes; HTTP/1.1 keep-alive calls pass through unchanged. The third speaks HTTP.
 //! - [`Mode::Copy`]: `read` into a 256 KiB buffer and `write` it out, the way any user-space
 //!   relay moves bytes (sszgate and nginx included).
 //! - [`Mode::Splice`]: `splice(2)` socket → pipe → socket, the bytes never enter user space.
@@ -16,7 +16,9 @@
 //! relays, read after every transfer; the on-CPU time of `/proc/self/task/<tid>/schedstat` for
 //! the hyper relay's runtime threads), so it counts only what the relay did.
 //!
-//! Not here: anything sszgate runs; these are measuring instruments, Linux only.
+//! Not here: anything sszgate runs; these are measuring instruments. The splicing relay and
+//! the hyper relay's CPU figure are Linux only (elsewhere the first is refused when started,
+//! the second reads 0).
 
 use std::{
     io::{Read, Write},
@@ -68,7 +70,15 @@ impl FloorRelay {
     pub fn start(mode: Mode, upstream: SocketAddr) -> std::io::Result<FloorRelay> {
         let pump: fn(TcpStream, TcpStream, &AtomicU64) = match mode {
             Mode::Copy => copy_pump,
+            #[cfg(target_os = "linux")]
             Mode::Splice => splice_pump,
+            #[cfg(not(target_os = "linux"))]
+            Mode::Splice => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "splice(2) is Linux only",
+                ));
+            }
             Mode::Hyper => return hyper_relay(upstream),
         };
         let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -144,9 +154,14 @@ fn hyper_relay(upstream: SocketAddr) -> std::io::Result<FloorRelay> {
         .worker_threads(2)
         .enable_all()
         .on_thread_start(move || {
-            // SAFETY: gettid has no preconditions.
-            let tid = unsafe { libc::gettid() };
-            recorded.lock().expect("thread id list").push(tid);
+            #[cfg(target_os = "linux")]
+            {
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() };
+                recorded.lock().expect("thread id list").push(tid);
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = &recorded;
         })
         .build()?;
     // Bound here, taken over inside the runtime: the caller may itself be on a runtime,
@@ -246,6 +261,7 @@ fn copy_pump(mut from: TcpStream, mut to: TcpStream, cpu: &AtomicU64) {
 }
 
 /// As [`copy_pump`], with `splice(2)` through a pipe: the bytes never enter user space.
+#[cfg(target_os = "linux")]
 fn splice_pump(from: TcpStream, to: TcpStream, cpu: &AtomicU64) {
     let mut last = thread_cpu_ns();
     let mut fds = [0; 2];
