@@ -16,14 +16,16 @@ use alloy_rpc_types_engine::{
     BlobsBundleV1, BlobsBundleV2, ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4,
     ExecutionPayloadEnvelopeV5, ExecutionPayloadEnvelopeV6, ExecutionPayloadV3, ExecutionPayloadV4,
 };
-use serde::Serialize;
 use ssz::Decode;
 
 use crate::{
     error::{Error, Result},
     fixed_json::{
         read::{Cursor, bytes_list, is_json_ws, once, payload_v3},
-        write::{hex_len, payload_json_len, push_hex, push_hex_list, push_payload_v3},
+        write::{
+            hex_len, payload_json_len, payload_v4_json_len, push_hex, push_hex_list,
+            push_payload_v3, push_serde,
+        },
     },
     json,
     message::{Blobs, BuiltPayload},
@@ -31,13 +33,6 @@ use crate::{
 };
 
 // ---------------------------------------------------------------- JSON
-
-/// Appends the serde JSON of `value` straight into `out` (no buffer of its own to grow and
-/// copy: measured, that was a third of the time outside the blobs on a 72-blob answer).
-fn push_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<()> {
-    sonic_rs::to_writer(&mut *out, value)
-        .map_err(|e| crate::Error::invalid("JSON output", e.to_string()))
-}
 
 fn push_bundle<C: AsRef<[u8]>, B: AsRef<[u8]>>(
     out: &mut Vec<u8>,
@@ -173,16 +168,15 @@ impl<'a> BuiltView<'a> {
         Ok(encode_container(&fields))
     }
 
-    /// Bytes the payload's JSON takes, about (at least): the access list's hex on top.
+    /// Bytes the payload's JSON takes, about (at least).
     fn payload_json_len(&self) -> usize {
-        let (v3, access_list) = match self.payload {
-            PayloadRef::V3(p) => (p, 0),
-            PayloadRef::V4(p) => (&p.payload_inner, p.block_access_list.len() * 2),
-        };
-        payload_json_len(
-            &v3.payload_inner.payload_inner,
-            v3.payload_inner.withdrawals.len(),
-        ) + access_list
+        match self.payload {
+            PayloadRef::V3(p) => payload_json_len(
+                &p.payload_inner.payload_inner,
+                p.payload_inner.withdrawals.len(),
+            ),
+            PayloadRef::V4(p) => payload_v4_json_len(p),
+        }
     }
 
     /// The JSON-RPC result, in the key order of alloy's serde impls.
@@ -523,23 +517,13 @@ fn splice_bundle(doc: &[u8]) -> Option<(BundleParts, Vec<u8>)> {
 /// The blob bundle object at the cursor: its three lists, keys in any order, each once.
 fn bundle(c: &mut Cursor<'_>) -> Option<BundleParts> {
     let (mut commitments, mut proofs, mut blobs) = (None, None, None);
-    let hex48_list = |c: &mut Cursor<'_>| {
-        let mut list = Vec::new();
-        c.list(|c| {
-            let mut item = Bytes48::ZERO;
-            c.hex(item.as_mut_slice())?;
-            list.push(item);
-            Some(())
-        })?;
-        Some(list)
-    };
     c.object(|c, key| match key {
         b"commitments" => {
-            let v = hex48_list(c);
+            let v = c.list_of(Cursor::fixed);
             once(&mut commitments, v)
         }
         b"proofs" => {
-            let v = hex48_list(c);
+            let v = c.list_of(Cursor::fixed);
             once(&mut proofs, v)
         }
         b"blobs" => {
@@ -787,16 +771,12 @@ fn blob_entry(c: &mut Cursor<'_>, cell_proofs: bool) -> Option<(Box<Blob>, Vec<B
                 blob = Some(b);
             }
             b"proof" if !cell_proofs && proofs.is_none() => {
-                let mut p = Bytes48::ZERO;
-                c.hex(p.as_mut_slice())?;
-                proofs = Some(vec![p]);
+                proofs = Some(vec![c.fixed()?]);
             }
             b"proofs" if cell_proofs && proofs.is_none() => {
                 let mut list = Vec::with_capacity(schema::CELLS_PER_EXT_BLOB);
                 c.list(|c| {
-                    let mut p = Bytes48::ZERO;
-                    c.hex(p.as_mut_slice())?;
-                    list.push(p);
+                    list.push(c.fixed()?);
                     Some(())
                 })?;
                 proofs = Some(list);

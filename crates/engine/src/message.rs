@@ -423,15 +423,7 @@ impl Message {
     /// Encodes the JSON-RPC form (params array or result), compact.
     pub fn to_json(&self) -> Result<Vec<u8>> {
         match self {
-            Message::NewPayload(NewPayload::Amsterdam(p, h, r, q)) => {
-                let size = fixed_json::write::payload_json_len(
-                    &p.payload_inner.payload_inner.payload_inner,
-                    p.payload_inner.payload_inner.withdrawals.len(),
-                ) + p.block_access_list.len() * 2;
-                json::to_vec_sized(&(p, h, r, q), size)
-            }
-            Message::NewPayload(np) => fixed_json::write::new_payload_json(np)
-                .ok_or_else(|| Error::invalid("newPayload params", "no JSON writer for its fork")),
+            Message::NewPayload(np) => fixed_json::write::new_payload_json(np),
             Message::PayloadStatus(s) => json::to_vec(s),
             Message::Forkchoice(f) => {
                 if f.custody_columns.is_some() {

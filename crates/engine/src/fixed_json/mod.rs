@@ -199,6 +199,31 @@ mod tests {
             String::from_utf8(new_payload_json(&np).unwrap()).unwrap(),
             serde
         );
+        // Amsterdam: the V4 payload through serde, the rest as for Prague.
+        let p4 = alloy_rpc_types_engine::ExecutionPayloadV4 {
+            payload_inner: p.clone(),
+            block_access_list: Bytes::from_static(&[0xc0, 0x01]),
+            slot_number: 0x2a,
+        };
+        let hashes = vec![B256::repeat_byte(7), B256::ZERO];
+        let np = NewPayload::Amsterdam(
+            p4.clone(),
+            hashes.clone(),
+            B256::repeat_byte(9),
+            vec![Bytes::from_static(&[1, 2])].into(),
+        );
+        let serde = serde_json::to_string(&(
+            &p4,
+            &hashes,
+            B256::repeat_byte(9),
+            vec![Bytes::from_static(&[1, 2])],
+        ))
+        .unwrap();
+        assert!(serde.contains(r#""blockAccessList":"0xc001","slotNumber":"0x2a""#));
+        assert_eq!(
+            String::from_utf8(new_payload_json(&np).unwrap()).unwrap(),
+            serde
+        );
         // Quantities at their edges: zero, one digit, all 64 bits, and a 256-bit base fee.
         let mut p2 = p.clone();
         p2.payload_inner.payload_inner.base_fee_per_gas = alloy_primitives::U256::MAX;

@@ -199,7 +199,7 @@ pub(crate) fn once<T>(slot: &mut Option<T>, value: Option<T>) -> Option<()> {
 }
 
 /// An execution payload V1..V3 as read: the V1 fields, and those of the later versions if given.
-pub(crate) struct PayloadParts {
+struct PayloadParts {
     v1: ExecutionPayloadV1,
     withdrawals: Option<Vec<alloy_eips::eip4895::Withdrawal>>,
     blob_gas: Option<(u64, u64)>,
