@@ -101,13 +101,20 @@ impl<'a> Members<'a> {
     /// Skips the value starting at `start` and the separator after it; the value's end.
     fn skip(&mut self, start: usize) -> Result<usize, ()> {
         let end = skip_value(self.b, start).ok_or(())?;
+        self.past_value(end)?;
+        Ok(end)
+    }
+
+    /// Moves past the separator after a value that ends at `end`: to the next key, or onto
+    /// the object's closing brace.
+    fn past_value(&mut self, end: usize) -> Result<(), ()> {
         self.i = ws(self.b, end);
         match self.b.get(self.i) {
             Some(b',') => self.i = ws(self.b, self.i + 1),
             Some(b'}') => {}
             _ => return Err(()),
         }
-        Ok(end)
+        Ok(())
     }
 }
 
@@ -202,12 +209,7 @@ pub fn fixed_first_string_objects(b: &[u8], first_key: &str, width: usize) -> Op
         {
             return None;
         }
-        members.i = ws(members.b, value_end);
-        match members.b.get(members.i)? {
-            b',' => members.i = ws(members.b, members.i + 1),
-            b'}' => {}
-            _ => return None,
-        }
+        members.past_value(value_end).ok()?;
         while let Some((_, start)) = members.next_key().ok()? {
             members.skip(start).ok()?;
         }
