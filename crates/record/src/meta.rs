@@ -14,6 +14,10 @@ use sszgate_engine::{
 
 use crate::record::Facts;
 
+/// Bytes of a blob's JSON string without its quotes (`0x` and two digits a byte): blobs are
+/// stepped over at this width, not read.
+const BLOB_HEX_WIDTH: usize = 2 + 2 * ssz::BYTES_PER_BLOB;
+
 fn string(raw: Option<&[u8]>) -> Option<String> {
     raw.and_then(plain_str).map(str::to_string)
 }
@@ -122,10 +126,9 @@ pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
                 if let Some((_, bundle)) = scan::value_start(r, ["blobsBundle"])
                     && let Some((_, blobs)) = scan::value_start(bundle, ["blobs"])
                 {
-                    facts.blob_count =
-                        scan::count_fixed_strings(blobs, 2 + 2 * ssz::BYTES_PER_BLOB)
-                            .map(|n| n as u64)
-                            .or_else(|| count(Some(blobs)));
+                    facts.blob_count = scan::count_fixed_strings(blobs, BLOB_HEX_WIDTH)
+                        .map(|n| n as u64)
+                        .or_else(|| count(Some(blobs)));
                 }
             }
         }
@@ -135,12 +138,9 @@ pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
             facts.versioned_hash_count = requested;
             // Entries are stepped over at the blob's fixed width when they have it.
             let available = result.and_then(|r| {
-                scan::fixed_first_string_objects(r, "blob", 2 + 2 * ssz::BYTES_PER_BLOB).or_else(
-                    || {
-                        array_elements(r)
-                            .map(|entries| entries.iter().map(|e| *e != b"null").collect())
-                    },
-                )
+                scan::fixed_first_string_objects(r, "blob", BLOB_HEX_WIDTH).or_else(|| {
+                    array_elements(r).map(|entries| entries.iter().map(|e| *e != b"null").collect())
+                })
             });
             if let Some(available) = available {
                 blob_entries(&mut facts, available.into_iter());
@@ -309,4 +309,47 @@ pub fn rest_call(
 /// The method a REST call stands for, for the record's `method` column.
 pub fn rest_method(resource: Resource, fork: Option<Fork>) -> Option<&'static MethodSpec> {
     method::for_resource(resource, fork.unwrap_or(Fork::Osaka)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A getBlobsV2 entry with a real-width blob of `byte`s and one proof.
+    fn entry(byte: u8) -> String {
+        format!(
+            r#"{{"blob":"0x{}","proofs":["0x{}"]}}"#,
+            format!("{byte:02x}").repeat(ssz::BYTES_PER_BLOB),
+            "ab".repeat(48)
+        )
+    }
+
+    #[test]
+    fn get_blobs_facts_come_from_the_fixed_width_walk() {
+        let result = format!("[{},null,{}, null]", entry(1), entry(2));
+        let response = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+        let request = r#"{"jsonrpc":"2.0","id":7,"method":"engine_getBlobsV2","params":[["0x01","0x02","0x03","0x04"]]}"#;
+        // The walk applies to the answer as the facts see it (from the result to the end of
+        // the document), and agrees with the general walk.
+        let (_, from_result) = scan::value_start(response.as_bytes(), ["result"]).unwrap();
+        assert_eq!(
+            scan::fixed_first_string_objects(from_result, "blob", BLOB_HEX_WIDTH),
+            Some(vec![true, false, true, false])
+        );
+        let facts = json_call(request.as_bytes(), response.as_bytes());
+        assert_eq!(facts.blobs_requested, Some(4));
+        assert_eq!(facts.blobs_returned, Some(2));
+        assert_eq!(facts.blob_count, Some(2));
+        assert_eq!(facts.blobs_missing.as_deref(), Some("1,3"));
+        // A blob one digit short is not stepped over; the general walk still counts it.
+        let short = response.replacen("\"0x01", "\"0x1", 1);
+        let (_, from_result) = scan::value_start(short.as_bytes(), ["result"]).unwrap();
+        assert_eq!(
+            scan::fixed_first_string_objects(from_result, "blob", BLOB_HEX_WIDTH),
+            None
+        );
+        let facts = json_call(request.as_bytes(), short.as_bytes());
+        assert_eq!(facts.blobs_returned, Some(2));
+        assert_eq!(facts.blobs_missing.as_deref(), Some("1,3"));
+    }
 }
