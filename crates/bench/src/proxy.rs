@@ -377,7 +377,6 @@ pub(crate) async fn wait_ready(addr: SocketAddr) {
     panic!("nothing listens on {addr}");
 }
 
-/// Runs the benchmark.
 /// Runs the benchmark; `progress` is told each case as it starts (with its index and the
 /// number of steps), then the small-call run, the bridge when measured, then `done`.
 pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)) -> Report {
@@ -501,7 +500,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
         let direct = summary("direct");
         let proxied = summary("sszgate");
         let nginx = via_nginx.as_ref().map(|_| summary("nginx"));
-        let floors = floors
+        let floor_results = floors
             .iter()
             .zip(floor_cpu_before)
             .map(|(relay, before)| {
@@ -519,7 +518,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
             proxied,
             nginx,
             cpu_ms_per_call: cpu,
-            floors,
+            floors: floor_results,
         });
     }
 
@@ -602,7 +601,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
 }
 
 impl Report {
-    /// The floor table: what a plain copying and a splicing TCP relay add, next to sszgate.
+    /// The floor table: what each floor relay adds and uses, next to sszgate.
     fn floors_markdown(&self) -> String {
         let mut out = String::from(
             "\nThe floors (plain TCP relays on loopback, copying and splicing, and an HTTP relay with nothing but hyper; nothing recorded; in the same rounds): added p50 ms and CPU per call ms, per blob where there are blobs.\n\n",

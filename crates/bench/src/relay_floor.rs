@@ -323,6 +323,28 @@ fn splice_pump(from: TcpStream, to: TcpStream, cpu: &AtomicU64) {
 mod tests {
     use super::*;
 
+    /// CPU seconds of this whole process so far (every thread, the relay's among them).
+    fn process_cpu_seconds() -> f64 {
+        // SAFETY: an all-zero rusage is a valid value, and getrusage fills the one given.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        t(usage.ru_utime) + t(usage.ru_stime)
+    }
+
+    /// The relay's CPU is some, and no more than the whole process used since `before` (its
+    /// threads are the process's): a count of the relay's own threads, not of anything else.
+    fn assert_counted(relay_cpu: f64, before: f64, what: &str) {
+        let process = process_cpu_seconds() - before;
+        assert!(relay_cpu > 0.0, "{what}: no CPU counted");
+        // getrusage and the thread clocks round differently: allow a millisecond.
+        assert!(
+            relay_cpu <= process + 1e-3,
+            "{what}: {relay_cpu} s counted, the process used {process} s"
+        );
+    }
+
     /// An upstream that answers every message with its bytes reversed, then closes.
     fn reversing_upstream() -> SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -345,6 +367,7 @@ mod tests {
         // 3 MiB of varied bytes: several pipe and buffer fills in each direction.
         let message: Vec<u8> = (0..3 << 20).map(|i: u32| (i * 7 % 251) as u8).collect();
         for mode in [Mode::Copy, Mode::Splice] {
+            let before = process_cpu_seconds();
             let relay = FloorRelay::start(mode, upstream).unwrap();
             let mut client = TcpStream::connect(relay.addr).unwrap();
             let writer = {
@@ -361,7 +384,7 @@ mod tests {
             let mut expected = message.clone();
             expected.reverse();
             assert!(answer == expected, "{}: the bytes changed", mode.name());
-            assert!(relay.cpu_seconds() > 0.0, "{}: no CPU counted", mode.name());
+            assert_counted(relay.cpu_seconds(), before, mode.name());
         }
     }
 
@@ -412,7 +435,9 @@ mod tests {
 
     #[test]
     fn the_hyper_relay_passes_calls_on_a_kept_alive_connection_and_counts_its_cpu() {
-        let relay = FloorRelay::start(Mode::Hyper, reversing_http_upstream()).unwrap();
+        let upstream = reversing_http_upstream();
+        let before = process_cpu_seconds();
+        let relay = FloorRelay::start(Mode::Hyper, upstream).unwrap();
         let stream = TcpStream::connect(relay.addr).unwrap();
         let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
         let mut writer = stream;
@@ -425,6 +450,6 @@ mod tests {
             answer.reverse();
             assert!(answer == body, "{size} bytes: the body changed");
         }
-        assert!(relay.cpu_seconds() > 0.0, "no CPU counted");
+        assert_counted(relay.cpu_seconds(), before, "hyper relay");
     }
 }
