@@ -234,12 +234,7 @@ async fn upstream_reset_mid_body_is_seen_by_the_cl_and_recorded_and_the_proxy_go
                 stream.write_all(&[b' '; 1000]).await.unwrap();
                 drop(stream);
             } else {
-                let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                stream.write_all(answer.as_bytes()).await.unwrap();
+                write_good_answer(&mut stream).await;
             }
         }
     });
@@ -334,6 +329,17 @@ async fn upstream_5xx_reaches_the_cl_as_the_el_sent_it_and_is_recorded() {
 
 /// An EL on a raw socket: the `n`th connection (from 0) is handled by `script(n, stream)` on a
 /// task of its own, after its request head has been read.
+/// What a scripted EL sends once it behaves: a small JSON-RPC result, then it closes.
+async fn write_good_answer(stream: &mut tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(answer.as_bytes()).await.unwrap();
+}
+
 async fn scripted_el<F, Fut>(script: F) -> std::net::SocketAddr
 where
     F: Fn(usize, tokio::net::TcpStream) -> Fut + Send + 'static,
@@ -376,12 +382,7 @@ async fn upstream_closing_after_the_request_head_or_after_its_answer_head() {
                 drop(stream);
             }
             _ => {
-                let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                stream.write_all(answer.as_bytes()).await.unwrap();
+                write_good_answer(&mut stream).await;
             }
         }
     })
@@ -452,16 +453,12 @@ async fn an_el_that_sends_its_head_and_then_nothing_gets_a_504() {
     let el = scripted_el(|n, mut stream| async move {
         if n == 0 {
             // The head, then silence on an open connection.
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n";
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n";
             stream.write_all(head.as_bytes()).await.unwrap();
             tokio::time::sleep(Duration::from_secs(5)).await;
         } else {
-            let body = r#"{"jsonrpc":"2.0","id":9,"result":[]}"#;
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            stream.write_all(answer.as_bytes()).await.unwrap();
+            write_good_answer(&mut stream).await;
         }
     })
     .await;
