@@ -9,7 +9,8 @@
 //! - [`Message`]: typed messages with their JSON-RPC codec (alloy's serde types) and their
 //!   REST-SSZ codec (alloy's `ssz_engine_types`, guarded by the schema walk of [`ssz`]);
 //! - [`translate`]: JSON-RPC request/result/error ⇄ REST request/response/problem;
-//! - [`Problem`]: the spec's error table, the only place JSON-RPC codes meet problem types.
+//! - [`Problem`]: the spec's error table, the only place JSON-RPC codes meet problem types;
+//! - [`without_blobs`]: blob-carrying answers read without decoding their blobs.
 //!
 //! Specs followed: ethereum/execution-apis `src/engine/refactor.md` and `refactor-ssz.md` at
 //! d39e9a27 (REST-SSZ, PR #793), and the JSON-RPC Engine API `src/engine/{paris..amsterdam}.md`.
@@ -38,6 +39,7 @@ pub mod scan;
 pub mod ssz;
 pub mod translate;
 pub mod txs;
+pub mod without_blobs;
 
 pub use capabilities::CapabilitiesDocument;
 pub use error::{Error, Problem, Result};

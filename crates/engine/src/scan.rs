@@ -7,9 +7,14 @@
 //! of `memchr` over it, not a parse. It accepts any valid JSON; on invalid JSON it returns
 //! `None` (the caller answers with a proper error or records "unknown").
 
+/// Whether `c` is JSON whitespace.
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
 /// Skips whitespace from `i`.
 fn ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+    while i < b.len() && is_ws(b[i]) {
         i += 1;
     }
     i
@@ -186,6 +191,20 @@ fn elements(b: &[u8], mut element: impl FnMut(usize) -> Option<usize>) -> Option
     }
 }
 
+/// The value under `key` when it is the last member of the object `b`, without walking it:
+/// from the start of the value to the object's closing brace, blanks trimmed. When `key` is
+/// not the last member the slice runs on into the members after it, so it is only for readers
+/// that check that their input is exactly one value (JSON-RPC answers end with `result`).
+pub fn last_value<'a>(b: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let (_, rest) = value_start(b, [key])?;
+    let end = rest.iter().rposition(|c| !is_ws(*c))?;
+    (rest[end] == b'}').then(|| {
+        let inner = &rest[..end];
+        let last = inner.iter().rposition(|c| !is_ws(*c)).map_or(0, |i| i + 1);
+        &inner[..last]
+    })
+}
+
 /// Which entries of the array `b` are objects (`true`) and which `null` (`false`), for arrays
 /// whose objects begin with a string of exactly `width` bytes under `first_key` (getBlobs
 /// answers: `{"blob": <262,146 bytes>, "proofs": …}`). That string is stepped over at its
@@ -294,6 +313,17 @@ mod tests {
         assert_eq!(e.id, Some(&b"7"[..]));
         assert_eq!(e.params.unwrap(), br#"[{"a":"x\"}y","b":[1,{"c":"]"}]}]"#);
         assert_eq!(e.result, None);
+    }
+
+    #[test]
+    fn last_value_ends_at_the_closing_brace() {
+        let body = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\": [1, {\"a\":2}] \n}\n";
+        assert_eq!(last_value(body, "result").unwrap(), br#"[1, {"a":2}]"#);
+        // Not the last member: the slice runs on (readers then refuse it).
+        let body = br#"{"result":null,"id":1}"#;
+        assert_eq!(last_value(body, "result").unwrap(), br#"null,"id":1"#);
+        assert_eq!(last_value(br#"{"id":1}"#, "result"), None);
+        assert_eq!(last_value(br#"{"result":1"#, "result"), None);
     }
 
     #[test]

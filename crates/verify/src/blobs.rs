@@ -8,11 +8,12 @@
 
 use alloy_eips::eip4844::kzg_to_versioned_hash;
 use alloy_primitives::{B256, FixedBytes};
-use alloy_rpc_types_engine::{BlobAndProofV1, BlobAndProofV2};
+use alloy_rpc_types_engine::BlobAndProofV2;
 use c_kzg::KzgSettings;
 use sszgate_engine::{
     message::{Blobs, BuiltPayload},
     txs::blob_versioned_hashes,
+    without_blobs::BlobsShape,
 };
 
 use crate::{Check, Failure};
@@ -27,11 +28,20 @@ fn kzg_blob(blob: &FixedBytes<131072>, what: &str) -> Result<c_kzg::Blob, Failur
         .map_err(|e| Failure::new(Check::Commitments, format!("{what}: {e:?}")))
 }
 
-/// The bundle of a getPayload answer: its lists line up, its commitments give the versioned
-/// hashes of the payload's blob transactions, and, given the KZG settings, its proofs verify.
-pub fn check_bundle(kzg: Option<&KzgSettings>, built: &BuiltPayload) -> Result<(), Failure> {
-    let (transactions, commitments, proofs, blobs, cells) = match built {
-        BuiltPayload::V1(_) | BuiltPayload::V2(_) => return Ok(()),
+/// The bundle's lists, whatever the envelope's version: transactions, commitments, proofs and
+/// blobs, and whether the proofs are cell proofs (V2 bundles); `None` before Cancun.
+#[allow(clippy::type_complexity)]
+fn bundle_of(
+    built: &BuiltPayload,
+) -> Option<(
+    &[alloy_primitives::Bytes],
+    &[Bytes48],
+    &[Bytes48],
+    &[FixedBytes<131072>],
+    bool,
+)> {
+    Some(match built {
+        BuiltPayload::V1(_) | BuiltPayload::V2(_) => return None,
         BuiltPayload::V3(e) => (
             &e.execution_payload.payload_inner.payload_inner.transactions,
             &e.blobs_bundle.commitments,
@@ -71,14 +81,40 @@ pub fn check_bundle(kzg: Option<&KzgSettings>, built: &BuiltPayload) -> Result<(
             &e.blobs_bundle.blobs,
             true,
         ),
+    })
+}
+
+/// The bundle of a getPayload answer: its lists line up, its commitments give the versioned
+/// hashes of the payload's blob transactions, and, given the KZG settings, its proofs verify.
+pub fn check_bundle(kzg: Option<&KzgSettings>, built: &BuiltPayload) -> Result<(), Failure> {
+    let Some((_, commitments, proofs, blobs, cells)) = bundle_of(built) else {
+        return Ok(());
+    };
+    check_bundle_lists(built, blobs.len())?;
+    let Some(kzg) = kzg.filter(|_| !blobs.is_empty()) else {
+        return Ok(());
+    };
+    let blobs: Vec<&FixedBytes<131072>> = blobs.iter().collect();
+    if cells {
+        verify_cells(kzg, &blobs, commitments, proofs, "blobsBundle")
+    } else {
+        verify_blob_proofs(kzg, &blobs, commitments, proofs, "blobsBundle")
+    }
+}
+
+/// The checks of a bundle that need no blob contents, for a bundle of `blob_count` blobs
+/// (`built` may have been read without them, `sszgate_engine::without_blobs`): its lists line
+/// up and its commitments give the versioned hashes of the payload's blob transactions.
+pub fn check_bundle_lists(built: &BuiltPayload, blob_count: usize) -> Result<(), Failure> {
+    let Some((transactions, commitments, proofs, _, cells)) = bundle_of(built) else {
+        return Ok(());
     };
     let per_blob = if cells { CELLS_PER_BLOB } else { 1 };
-    if blobs.len() != commitments.len() || proofs.len() != blobs.len() * per_blob {
+    if blob_count != commitments.len() || proofs.len() != blob_count * per_blob {
         return Err(Failure::new(
             Check::Commitments,
             format!(
-                "blobsBundle has {} blobs, {} commitments and {} proofs ({per_blob} proof(s) per blob expected)",
-                blobs.len(),
+                "blobsBundle has {blob_count} blobs, {} commitments and {} proofs ({per_blob} proof(s) per blob expected)",
                 commitments.len(),
                 proofs.len()
             ),
@@ -106,15 +142,7 @@ pub fn check_bundle(kzg: Option<&KzgSettings>, built: &BuiltPayload) -> Result<(
             ),
         ));
     }
-    let Some(kzg) = kzg.filter(|_| !blobs.is_empty()) else {
-        return Ok(());
-    };
-    let blobs: Vec<&FixedBytes<131072>> = blobs.iter().collect();
-    if cells {
-        verify_cells(kzg, &blobs, commitments, proofs, "blobsBundle")
-    } else {
-        verify_blob_proofs(kzg, &blobs, commitments, proofs, "blobsBundle")
-    }
+    Ok(())
 }
 
 fn verify_blob_proofs(
@@ -199,40 +227,84 @@ fn commitment(
     Ok(Bytes48::from(c.to_bytes().into_inner()))
 }
 
-/// A getBlobs answer for `asked`: as many entries as hashes (or `null` where the method
-/// allows it), and when `kzg` each blob's recomputed commitment gives the hash asked for at its
-/// place and its proofs verify. Returns whether the KZG part ran.
+/// The entries of a decoded getBlobs answer as [`check_answer_shape`] sees them; `None` for a
+/// version not checked here (V4).
+pub fn shape_of(answer: &Blobs) -> Option<BlobsShape> {
+    let v2 = |items: &mut dyn Iterator<Item = Option<&BlobAndProofV2>>| {
+        items.map(|b| b.map(|b| b.proofs.len())).collect()
+    };
+    Some(match answer {
+        Blobs::V1(items) => BlobsShape {
+            version: 1,
+            entries: Some(items.iter().map(|b| b.as_ref().map(|_| 1)).collect()),
+        },
+        Blobs::V2(items) => BlobsShape {
+            version: 2,
+            entries: items.as_ref().map(|items| v2(&mut items.iter().map(Some))),
+        },
+        Blobs::V3(items) => BlobsShape {
+            version: 3,
+            entries: items
+                .as_ref()
+                .map(|items| v2(&mut items.iter().map(Option::as_ref))),
+        },
+        Blobs::V4(_) => return None,
+    })
+}
+
+/// The checks of a getBlobs answer that need no blob contents: as many entries as versioned
+/// hashes asked for (`asked`), and `CELLS_PER_BLOB` cell proofs with each blob (V2, V3). A
+/// `null` answer (not every blob available) passes.
+pub fn check_answer_shape(asked: usize, shape: &BlobsShape) -> Result<(), Failure> {
+    let Some(entries) = &shape.entries else {
+        return Ok(());
+    };
+    if entries.len() != asked {
+        return Err(Failure::new(
+            Check::BlobsAnswer,
+            format!(
+                "{} entries for {asked} versioned hashes asked for",
+                entries.len()
+            ),
+        ));
+    }
+    if shape.version >= 2
+        && let Some((i, n)) = entries
+            .iter()
+            .enumerate()
+            .find_map(|(i, proofs)| proofs.filter(|n| *n != CELLS_PER_BLOB).map(|n| (i, n)))
+    {
+        return Err(Failure::new(
+            Check::BlobsAnswer,
+            format!("[{i}]: {n} cell proofs, {CELLS_PER_BLOB} expected"),
+        ));
+    }
+    Ok(())
+}
+
+/// A getBlobs answer for `asked`: [`check_answer_shape`], and when `verify` each blob's
+/// recomputed commitment gives the hash asked for at its place and its proofs verify. Returns
+/// whether the KZG part ran.
 pub fn check_answer(
     kzg: &KzgSettings,
     asked: &[B256],
     answer: &Blobs,
     verify: bool,
 ) -> Result<bool, Failure> {
-    let count = |n: usize| {
-        if n == asked.len() {
-            Ok(())
-        } else {
-            Err(Failure::new(
-                Check::BlobsAnswer,
-                format!("{n} entries for {} versioned hashes asked for", asked.len()),
-            ))
-        }
+    let Some(shape) = shape_of(answer) else {
+        return Ok(false);
     };
+    check_answer_shape(asked.len(), &shape)?;
+    if !verify {
+        return Ok(false);
+    }
     match answer {
         Blobs::V1(items) => {
-            count(items.len())?;
-            if !verify {
-                return Ok(false);
-            }
-            let present: Vec<(usize, &BlobAndProofV1)> = items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, b)| b.as_ref().map(|b| (i, b)))
-                .collect();
             let mut blobs = Vec::new();
             let mut commitments = Vec::new();
             let mut proofs = Vec::new();
-            for (i, item) in present {
+            for (i, item) in items.iter().enumerate() {
+                let Some(item) = item else { continue };
                 commitments.push(matching_commitment(kzg, &item.blob, asked[i], i)?);
                 blobs.push(&*item.blob);
                 proofs.push(item.proof);
@@ -242,42 +314,24 @@ pub fn check_answer(
             }
             Ok(true)
         }
-        Blobs::V2(None) | Blobs::V3(None) => Ok(false),
         Blobs::V2(Some(items)) => {
-            count(items.len())?;
             let refs: Vec<Option<&BlobAndProofV2>> = items.iter().map(Some).collect();
-            check_v2_items(kzg, asked, &refs, verify)
+            verify_v2_items(kzg, asked, &refs)
         }
         Blobs::V3(Some(items)) => {
-            count(items.len())?;
             let refs: Vec<Option<&BlobAndProofV2>> = items.iter().map(Option::as_ref).collect();
-            check_v2_items(kzg, asked, &refs, verify)
+            verify_v2_items(kzg, asked, &refs)
         }
-        Blobs::V4(_) => Ok(false),
+        Blobs::V2(None) | Blobs::V3(None) | Blobs::V4(_) => Ok(false),
     }
 }
 
-fn check_v2_items(
+/// The KZG part for V2/V3 entries whose shape was checked.
+fn verify_v2_items(
     kzg: &KzgSettings,
     asked: &[B256],
     items: &[Option<&BlobAndProofV2>],
-    verify: bool,
 ) -> Result<bool, Failure> {
-    if let Some((i, item)) = items.iter().enumerate().find_map(|(i, b)| {
-        b.filter(|b| b.proofs.len() != CELLS_PER_BLOB)
-            .map(|b| (i, b))
-    }) {
-        return Err(Failure::new(
-            Check::BlobsAnswer,
-            format!(
-                "[{i}]: {} cell proofs, {CELLS_PER_BLOB} expected",
-                item.proofs.len()
-            ),
-        ));
-    }
-    if !verify {
-        return Ok(false);
-    }
     let mut blobs = Vec::new();
     let mut commitments = Vec::new();
     let mut proofs = Vec::new();

@@ -24,6 +24,7 @@ use sszgate_engine::{
     Fork, Message,
     message::BuiltPayload,
     method::{Family, MethodSpec},
+    without_blobs::BlobsShape,
 };
 
 /// A check that can fail.
@@ -142,6 +143,15 @@ impl std::str::FromStr for Mode {
     }
 }
 
+/// A blob-carrying answer read without its blobs (`sszgate_engine::without_blobs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnswerWithoutBlobs {
+    /// A getPayload answer with an empty `blobs` list, and how many blobs it held.
+    Payload(Box<BuiltPayload>, usize),
+    /// A getBlobs answer's entries.
+    Blobs(BlobsShape),
+}
+
 /// A verdict with the time it took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
@@ -207,14 +217,11 @@ impl Verifier {
                 None
             }
             (Family::GetPayload, Message::PayloadId(id), Some(Message::BuiltPayload(built))) => {
-                let root = self
-                    .roots
-                    .iter()
-                    .rev()
-                    .find(|(known, _)| known == id)
-                    .map(|(_, root)| *root);
+                let root = self.root_of(id);
                 let kzg = self.kzg_due(built.blob_count());
-                Some(self.built(built, fork, root, kzg))
+                let settings = kzg.then_some(self.kzg);
+                let bundle = || blobs::check_bundle(settings, built);
+                Some(built_verdict(built, fork, root, bundle, kzg))
             }
             (Family::GetBlobs, Message::BlobsRequest(asked), Some(Message::Blobs(answer))) => {
                 let kzg = self.kzg_due(asked.versioned_hashes.len());
@@ -231,34 +238,88 @@ impl Verifier {
         })
     }
 
-    /// Whether this call with `blobs` blobs gets its KZG proofs verified.
-    fn kzg_due(&mut self, blobs: usize) -> bool {
-        if blobs == 0 {
-            return false;
-        }
-        // The first blob call, then every `kzg_every`-th.
-        let seen = self.blob_calls;
-        self.blob_calls = self.blob_calls.wrapping_add(1);
+    /// Whether the next call that carries blobs gets its KZG proofs verified. When it does not,
+    /// a caller that can read the answer without its blobs (`sszgate_engine::without_blobs`)
+    /// verifies it with [`Verifier::call_without_blobs`] and saves decoding them.
+    pub fn kzg_on_next_blob_call(&self) -> bool {
         match self.mode {
             Mode::All => true,
-            Mode::Sample { kzg_every } => seen.is_multiple_of(kzg_every.max(1)),
+            // The first blob call, then every `kzg_every`-th.
+            Mode::Sample { kzg_every } => self.blob_calls.is_multiple_of(kzg_every.max(1)),
             Mode::Off => false,
         }
     }
 
-    fn built(&self, built: &BuiltPayload, fork: Fork, root: Option<B256>, kzg: bool) -> Verdict {
-        let checked = payload::check_built(built, root).and_then(|hashed| {
-            blobs::check_bundle(kzg.then_some(self.kzg), built)?;
-            Ok(hashed)
-        });
-        match checked {
-            Ok(true) => Verdict::Ok { kzg },
-            // The block hash needs the root of the attributes: without it, the rest passed.
-            Ok(false) => Verdict::Skipped(format!(
-                "{fork}: block hash not checked: the forkchoiceUpdated that started this build was not seen"
-            )),
-            Err(failure) => Verdict::Failed(failure),
+    /// Verifies one call whose answer was read without its blobs: every check but the KZG
+    /// ones. The call takes its turn in the KZG sampling without them, so callers ask
+    /// [`Verifier::kzg_on_next_blob_call`] first. `None` when the call carries nothing to verify.
+    pub fn call_without_blobs(
+        &mut self,
+        method: &MethodSpec,
+        fork: Fork,
+        request: &Message,
+        answer: &AnswerWithoutBlobs,
+    ) -> Option<Outcome> {
+        if self.mode == Mode::Off {
+            return None;
         }
+        let started = Instant::now();
+        let verdict = match (method.family, request, answer) {
+            (Family::GetPayload, Message::PayloadId(id), AnswerWithoutBlobs::Payload(built, n)) => {
+                let root = self.root_of(id);
+                self.kzg_due(*n);
+                let bundle = || blobs::check_bundle_lists(built, *n);
+                built_verdict(built, fork, root, bundle, false)
+            }
+            (Family::GetBlobs, Message::BlobsRequest(asked), AnswerWithoutBlobs::Blobs(shape)) => {
+                self.kzg_due(asked.versioned_hashes.len());
+                verdict(
+                    blobs::check_answer_shape(asked.versioned_hashes.len(), shape).map(|()| false),
+                )
+            }
+            _ => return None,
+        };
+        Some(Outcome {
+            verdict,
+            micros: started.elapsed().as_micros() as u64,
+        })
+    }
+
+    /// The parent beacon block root of the build `id`, when its forkchoiceUpdated was seen.
+    fn root_of(&self, id: &PayloadId) -> Option<B256> {
+        self.roots
+            .iter()
+            .rev()
+            .find(|(known, _)| known == id)
+            .map(|(_, root)| *root)
+    }
+
+    /// Whether this call with `blobs` blobs gets its KZG proofs verified (takes its turn).
+    fn kzg_due(&mut self, blobs: usize) -> bool {
+        if blobs == 0 {
+            return false;
+        }
+        let due = self.kzg_on_next_blob_call();
+        self.blob_calls = self.blob_calls.wrapping_add(1);
+        due
+    }
+}
+
+/// The verdict on a getPayload answer: the payload, then its bundle as `bundle` checks it. The
+/// block hash needs the root of the attributes; without it, the verdict says the rest passed.
+fn built_verdict(
+    built: &BuiltPayload,
+    fork: Fork,
+    root: Option<B256>,
+    bundle: impl FnOnce() -> Result<(), Failure>,
+    kzg: bool,
+) -> Verdict {
+    match payload::check_built(built, root).and_then(|hashed| bundle().map(|()| hashed)) {
+        Ok(true) => Verdict::Ok { kzg },
+        Ok(false) => Verdict::Skipped(format!(
+            "{fork}: block hash not checked: the forkchoiceUpdated that started this build was not seen"
+        )),
+        Err(failure) => Verdict::Failed(failure),
     }
 }
 

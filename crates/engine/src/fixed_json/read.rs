@@ -61,6 +61,19 @@ impl<'a> Cursor<'a> {
         Some(())
     }
 
+    /// Steps over a `"0x…"` string of exactly `len` bytes after checking that its digits are
+    /// hex, without decoding them.
+    pub(crate) fn hex_unread(&mut self, len: usize) -> Option<()> {
+        self.eat(b"\"0x")?;
+        let end = self.at + 2 * len;
+        if self.doc.get(end) != Some(&b'"') {
+            return None;
+        }
+        const_hex::check(&self.doc[self.at..end]).ok()?;
+        self.at = end + 1;
+        Some(())
+    }
+
     /// A fixed-size value (hash, address, bloom) from a `"0x…"` string of exactly its size.
     pub(crate) fn fixed<T: Default + AsMut<[u8]>>(&mut self) -> Option<T> {
         let mut value = T::default();

@@ -1,10 +1,10 @@
 //! The in-place encoder writes the same bytes as alloy's `ssz_engine_types` wire containers.
 
-use alloy_eips::eip4844::{Blob, BlobAndProofV1, BlobAndProofV2, Bytes48};
+use alloy_eips::eip4844::{BlobAndProofV1, BlobAndProofV2};
 use alloy_primitives::{B256, Bytes, U256};
 use alloy_rpc_types_engine::{
     BlobsBundleV1, BlobsBundleV2, ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4,
-    ExecutionPayloadEnvelopeV5, ExecutionPayloadV3, ssz_engine_types as wire,
+    ExecutionPayloadEnvelopeV5, ssz_engine_types as wire,
 };
 use ssz::Encode;
 use sszgate_engine::{
@@ -12,29 +12,7 @@ use sszgate_engine::{
     message::{Blobs, BuiltPayload, NewPayload},
 };
 
-fn blob(seed: u8) -> Blob {
-    let mut b = Blob::ZERO;
-    for (i, byte) in b.iter_mut().enumerate() {
-        *byte = (i as u8).wrapping_mul(31).wrapping_add(seed);
-    }
-    b
-}
-
-fn proof(seed: u8) -> Bytes48 {
-    Bytes48::repeat_byte(seed)
-}
-
-fn payload() -> ExecutionPayloadV3 {
-    let mut p: ExecutionPayloadV3 = serde_json::from_str(&format!(
-        r#"{{"parentHash":"0x{h}","feeRecipient":"0x{a}","stateRoot":"0x{h}","receiptsRoot":"0x{h}","logsBloom":"0x{bloom}","prevRandao":"0x{h}","blockNumber":"0x1","gasLimit":"0x1","gasUsed":"0x0","timestamp":"0x1","extraData":"0x01","baseFeePerGas":"0x1","blockHash":"0x{h}","transactions":["0x02aa","0x01bbcc"],"withdrawals":[{{"index":"0x1","validatorIndex":"0x2","address":"0x{a}","amount":"0x3"}}],"blobGasUsed":"0x20000","excessBlobGas":"0x0"}}"#,
-        h = "12".repeat(32),
-        a = "34".repeat(20),
-        bloom = "00".repeat(256),
-    ))
-    .unwrap();
-    p.payload_inner.payload_inner.gas_used = 21_000;
-    p
-}
+use crate::{blob, payload, proof};
 
 /// The fast JSON writer gives serde's bytes, and the fast SSZ reader gives back the value.
 fn assert_same_both_ways(built: BuiltPayload, method: &str, fork: Fork, serde_json: Vec<u8>) {

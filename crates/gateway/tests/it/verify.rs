@@ -57,25 +57,73 @@ async fn verdicts(proxy: Proxy) -> Verdicts {
         .collect()
 }
 
-#[tokio::test]
-async fn payloads_and_blobs_are_verified_off_the_forward_path() {
+/// The versioned hashes of testdata's real blobs, and a getBlobsV2 answer with them all; when
+/// `short_proofs`, its second entry has one cell proof too few.
+fn get_blobs_answer(short_proofs: bool) -> (Vec<alloy_primitives::B256>, String) {
     let items = Fixtures::load(&fixtures::testdata_dir())
         .unwrap()
         .blobs()
         .unwrap();
-    let hashes: Vec<_> = items
+    let hashes = items
         .iter()
         .map(|b| versioned_hash(&b.commitment))
         .collect();
-    let blobs = Message::Blobs(sszgate_engine::message::Blobs::V2(Some(
-        fixtures::blobs_v2_response(&items, items.len()),
-    )))
-    .to_json()
-    .unwrap();
-    let blobs_answer = format!(
+    let mut entries = fixtures::blobs_v2_response(&items, items.len());
+    if short_proofs {
+        entries[1].proofs.pop();
+    }
+    let blobs = Message::Blobs(sszgate_engine::message::Blobs::V2(Some(entries)))
+        .to_json()
+        .unwrap();
+    let answer = format!(
         r#"{{"jsonrpc":"2.0","id":8,"result":{}}}"#,
         String::from_utf8(blobs).unwrap()
     );
+    (hashes, answer)
+}
+
+#[tokio::test]
+async fn sampling_checks_kzg_on_the_first_blob_call_and_the_rest_of_every_call() {
+    let (hashes, good) = get_blobs_answer(false);
+    let (_, short) = get_blobs_answer(true);
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let el = FakeEl::start(move |_| {
+        // The third answer is one cell proof short.
+        match calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            2 => Answer::ok("application/json", short.clone()),
+            _ => Answer::ok("application/json", good.clone()),
+        }
+    })
+    .await;
+    let proxy = Proxy::start_verifying(&el.url(), "sample".parse().unwrap(), false).await;
+    let get_blobs =
+        json!({"jsonrpc": "2.0", "id": 8, "method": "engine_getBlobsV2", "params": [hashes]});
+    for _ in 0..3 {
+        let (code, _, _) = send(post_json(&proxy.url(), get_blobs.to_string()), false).await;
+        assert_eq!(code, 200);
+    }
+    let rows = verdicts(proxy).await;
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| (r.1.as_deref(), r.2.as_deref(), r.3.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("ok"), Some("kzg"), None),
+            (Some("ok"), None, None),
+            (
+                Some("failed"),
+                Some("blobs-answer"),
+                Some("[1]: 127 cell proofs, 128 expected")
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn payloads_and_blobs_are_verified_off_the_forward_path() {
+    let (hashes, blobs_answer) = get_blobs_answer(false);
     let el = FakeEl::start(move |seen| {
         if seen.body.windows(15).any(|w| w == b"engine_getBlobs") {
             Answer::ok("application/json", blobs_answer.clone())

@@ -15,10 +15,10 @@ use alloy_rpc_types_engine::{ExecutionPayloadV3, PayloadId};
 use sszgate_engine::{
     Fork, Message,
     message::{Blobs, BlobsRequest, BuiltPayload, Forkchoice, NewPayload},
-    method,
+    method, without_blobs,
 };
 use sszgate_fixtures::{self as fixtures, BlobItem, Fixtures, versioned_hash};
-use sszgate_verify::{Check, Mode, Verdict, Verifier, payload};
+use sszgate_verify::{AnswerWithoutBlobs, Check, Mode, Verdict, Verifier, payload};
 
 fn dirs() -> Vec<PathBuf> {
     let mut dirs = vec![fixtures::testdata_dir()];
@@ -164,7 +164,22 @@ fn consistent_built(fork: Fork) -> (BuiltPayload, B256, Vec<BlobItem>) {
 
 /// Runs the verifier over a forkchoiceUpdated that starts the build, then the getPayload.
 fn verify_built(fork: Fork, built: &BuiltPayload, root: B256) -> Verdict {
-    let mut verifier = Verifier::new(Mode::All);
+    let (mut verifier, id) = after_forkchoice(Mode::All, fork, root);
+    let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
+    verifier
+        .call(
+            get,
+            fork,
+            &Message::PayloadId(id),
+            Some(&Message::BuiltPayload(built.clone())),
+        )
+        .expect("a verdict")
+        .verdict
+}
+
+/// A verifier in `mode` that has seen the forkchoiceUpdated starting build `id` on `root`.
+fn after_forkchoice(mode: Mode, fork: Fork, root: B256) -> (Verifier, PayloadId) {
+    let mut verifier = Verifier::new(mode);
     let id = PayloadId::new([7; 8]);
     let fcu_method = method::by_name("engine_forkchoiceUpdatedV3").unwrap();
     let mut attributes = fixtures::synthetic::attributes(fork);
@@ -181,16 +196,41 @@ fn verify_built(fork: Fork, built: &BuiltPayload, root: B256) -> Verdict {
         payload_id: Some(id),
     });
     assert_eq!(verifier.call(fcu_method, fork, &fcu, Some(&answer)), None);
-    let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
-    verifier
-        .call(
-            get,
-            fork,
-            &Message::PayloadId(id),
-            Some(&Message::BuiltPayload(built.clone())),
-        )
-        .expect("a verdict")
-        .verdict
+    (verifier, id)
+}
+
+/// `built` with its second commitment zeroed.
+fn with_wrong_commitment(built: &BuiltPayload) -> BuiltPayload {
+    let mut bad = built.clone();
+    match &mut bad {
+        BuiltPayload::V4(e) => e.envelope_inner.blobs_bundle.commitments[1] = Default::default(),
+        BuiltPayload::V5(e) => e.blobs_bundle.commitments[1] = Default::default(),
+        _ => unreachable!(),
+    }
+    bad
+}
+
+/// `built` with its first two blobs swapped.
+fn with_blobs_swapped(built: &BuiltPayload) -> BuiltPayload {
+    let mut bad = built.clone();
+    match &mut bad {
+        BuiltPayload::V4(e) => e.envelope_inner.blobs_bundle.blobs.swap(0, 1),
+        BuiltPayload::V5(e) => e.blobs_bundle.blobs.swap(0, 1),
+        _ => unreachable!(),
+    }
+    bad
+}
+
+/// `built` with its gas used off by one (its block hash no longer holds).
+fn with_gas_used_changed(built: &BuiltPayload) -> BuiltPayload {
+    let mut bad = built.clone();
+    let payload = match &mut bad {
+        BuiltPayload::V4(e) => &mut e.envelope_inner.execution_payload,
+        BuiltPayload::V5(e) => &mut e.execution_payload,
+        _ => unreachable!(),
+    };
+    payload.payload_inner.payload_inner.gas_used += 1;
+    bad
 }
 
 fn failed_check(verdict: Verdict) -> Check {
@@ -224,26 +264,13 @@ fn built_payloads_verify_and_corrupted_bundles_are_caught() {
         assert!(matches!(verdict, Verdict::Skipped(_)), "{verdict:?}");
 
         // A wrong commitment.
-        let mut bad = good.clone();
-        match &mut bad {
-            BuiltPayload::V4(e) => {
-                e.envelope_inner.blobs_bundle.commitments[1] = Default::default()
-            }
-            BuiltPayload::V5(e) => e.blobs_bundle.commitments[1] = Default::default(),
-            _ => unreachable!(),
-        }
         assert_eq!(
-            failed_check(verify_built(fork, &bad, root)),
+            failed_check(verify_built(fork, &with_wrong_commitment(&good), root)),
             Check::Commitments,
             "{fork}"
         );
         // Two blobs swapped: the commitments still match the transactions, the proofs do not.
-        let mut bad = good.clone();
-        match &mut bad {
-            BuiltPayload::V4(e) => e.envelope_inner.blobs_bundle.blobs.swap(0, 1),
-            BuiltPayload::V5(e) => e.blobs_bundle.blobs.swap(0, 1),
-            _ => unreachable!(),
-        }
+        let bad = with_blobs_swapped(&good);
         // V4 bundles carry one blob proof per blob; V5 ones 128 cell proofs.
         let expected = if fork == Fork::Prague {
             Check::BlobProofs
@@ -256,34 +283,30 @@ fn built_payloads_verify_and_corrupted_bundles_are_caught() {
             "{fork}"
         );
         // The block hash of the built payload is checked too.
-        let mut bad = good.clone();
-        match &mut bad {
-            BuiltPayload::V4(e) => {
-                e.envelope_inner
-                    .execution_payload
-                    .payload_inner
-                    .payload_inner
-                    .gas_used += 1
-            }
-            BuiltPayload::V5(e) => e.execution_payload.payload_inner.payload_inner.gas_used += 1,
-            _ => unreachable!(),
-        }
         assert_eq!(
-            failed_check(verify_built(fork, &bad, root)),
+            failed_check(verify_built(fork, &with_gas_used_changed(&good), root)),
             Check::BlockHash,
             "{fork}"
         );
     }
 }
 
-#[test]
-fn get_blobs_answers_are_checked_against_the_hashes_asked_for() {
-    let fixtures = Fixtures::load(&fixtures::testdata_dir()).unwrap();
-    let items = fixtures.blobs().unwrap();
-    let asked: Vec<B256> = items
+/// testdata's real blobs and their versioned hashes.
+fn real_blobs() -> (Vec<BlobItem>, Vec<B256>) {
+    let items = Fixtures::load(&fixtures::testdata_dir())
+        .unwrap()
+        .blobs()
+        .unwrap();
+    let hashes = items
         .iter()
         .map(|b| versioned_hash(&b.commitment))
         .collect();
+    (items, hashes)
+}
+
+#[test]
+fn get_blobs_answers_are_checked_against_the_hashes_asked_for() {
+    let (items, asked) = real_blobs();
     let n = items.len();
     let run = |method_name: &str, answer: Blobs| {
         let mut verifier = Verifier::new(Mode::All);
@@ -346,12 +369,7 @@ fn get_blobs_answers_are_checked_against_the_hashes_asked_for() {
 
 #[test]
 fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
-    let fixtures = Fixtures::load(&fixtures::testdata_dir()).unwrap();
-    let items = fixtures.blobs().unwrap();
-    let asked: Vec<B256> = items
-        .iter()
-        .map(|b| versioned_hash(&b.commitment))
-        .collect();
+    let (items, asked) = real_blobs();
     let mut verifier = Verifier::new("sample".parse().unwrap());
     let m = method::by_name("engine_getBlobsV2").unwrap();
     let request = Message::BlobsRequest(BlobsRequest {
@@ -376,4 +394,116 @@ fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
         .collect();
     assert_eq!(kzg.iter().filter(|k| **k).count(), 2, "{kzg:?}");
     assert!(kzg[0] && kzg[8]);
+}
+
+/// The getPayload answer `built` read from its JSON without its blobs.
+fn read_without_blobs(built: &BuiltPayload, version: u8) -> AnswerWithoutBlobs {
+    let json = Message::BuiltPayload(built.clone()).to_json().unwrap();
+    let (read, n) = without_blobs::built_payload(version, &json).expect("fixed shape");
+    AnswerWithoutBlobs::Payload(Box::new(read), n)
+}
+
+#[test]
+fn answers_read_without_their_blobs_get_every_check_but_kzg() {
+    for fork in [Fork::Prague, Fork::Osaka] {
+        let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
+        let run = |built: &BuiltPayload| {
+            let (mut verifier, id) = after_forkchoice(Mode::All, fork, B256::repeat_byte(0x42));
+            let answer = read_without_blobs(built, get.version);
+            let request = Message::PayloadId(id);
+            verifier
+                .call_without_blobs(get, fork, &request, &answer)
+                .expect("a verdict")
+                .verdict
+        };
+        let (good, root, _) = consistent_built(fork);
+        assert_eq!(root, B256::repeat_byte(0x42));
+        assert_eq!(run(&good), Verdict::Ok { kzg: false }, "{fork}");
+        // Swapped blobs go unseen without KZG (the proofs are what catches them)...
+        let swapped = with_blobs_swapped(&good);
+        assert_eq!(run(&swapped), Verdict::Ok { kzg: false }, "{fork}");
+        // ...but a wrong commitment, a changed payload and a missing blob are caught.
+        let bad = with_wrong_commitment(&good);
+        assert_eq!(failed_check(run(&bad)), Check::Commitments, "{fork}");
+        let bad = with_gas_used_changed(&good);
+        assert_eq!(failed_check(run(&bad)), Check::BlockHash, "{fork}");
+        let (mut verifier, id) = after_forkchoice(Mode::All, fork, root);
+        let AnswerWithoutBlobs::Payload(read, n) = read_without_blobs(&good, get.version) else {
+            unreachable!()
+        };
+        let one_short = AnswerWithoutBlobs::Payload(read, n - 1);
+        let verdict = verifier
+            .call_without_blobs(get, fork, &Message::PayloadId(id), &one_short)
+            .unwrap()
+            .verdict;
+        match verdict {
+            Verdict::Failed(f) => {
+                assert_eq!(f.check, Check::Commitments);
+                assert!(
+                    f.detail
+                        .contains(&format!("has {} blobs, {n} commitments", n - 1)),
+                    "{}",
+                    f.detail
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    // getBlobs: the count and the proofs of each entry.
+    let (items, asked) = real_blobs();
+    let request = Message::BlobsRequest(BlobsRequest {
+        versioned_hashes: asked,
+        indices: None,
+    });
+    let m = method::by_name("engine_getBlobsV2").unwrap();
+    let run = |answer: Blobs| {
+        let json = Message::Blobs(answer).to_json().unwrap();
+        let shape = without_blobs::blobs(2, &json).expect("fixed shape");
+        Verifier::new(Mode::All)
+            .call_without_blobs(m, Fork::Osaka, &request, &AnswerWithoutBlobs::Blobs(shape))
+            .unwrap()
+            .verdict
+    };
+    let v2 = fixtures::blobs_v2_response(&items, items.len());
+    assert_eq!(run(Blobs::V2(Some(v2.clone()))), Verdict::Ok { kzg: false });
+    assert_eq!(run(Blobs::V2(None)), Verdict::Ok { kzg: false });
+    assert_eq!(
+        failed_check(run(Blobs::V2(Some(v2[1..].to_vec())))),
+        Check::BlobsAnswer
+    );
+    let mut short = v2;
+    short[1].proofs.pop();
+    match run(Blobs::V2(Some(short))) {
+        Verdict::Failed(f) => assert_eq!(f.detail, "[1]: 127 cell proofs, 128 expected"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn calls_read_without_their_blobs_take_their_turn_in_the_sampling() {
+    let mut verifier = Verifier::new("sample".parse().unwrap());
+    let m = method::by_name("engine_getBlobsV2").unwrap();
+    let request = Message::BlobsRequest(BlobsRequest {
+        versioned_hashes: vec![B256::repeat_byte(1)],
+        indices: None,
+    });
+    let none_available = AnswerWithoutBlobs::Blobs(without_blobs::blobs(2, b"null").unwrap());
+    let mut due = Vec::new();
+    for _ in 0..17 {
+        due.push(verifier.kzg_on_next_blob_call());
+        let verdict = verifier
+            .call_without_blobs(m, Fork::Osaka, &request, &none_available)
+            .unwrap()
+            .verdict;
+        assert_eq!(verdict, Verdict::Ok { kzg: false });
+    }
+    let expected: Vec<bool> = (0..17).map(|i| i % 8 == 0).collect();
+    assert_eq!(due, expected);
+    assert!(Verifier::new(Mode::All).kzg_on_next_blob_call());
+    assert!(!Verifier::new(Mode::Off).kzg_on_next_blob_call());
+    assert_eq!(
+        Verifier::new(Mode::Off).call_without_blobs(m, Fork::Osaka, &request, &none_available),
+        None
+    );
 }
