@@ -154,6 +154,32 @@ pub fn value_start<'a, const N: usize>(b: &'a [u8], keys: [&str; N]) -> Option<(
     None
 }
 
+/// The `id` and the `result` or `error` of a JSON-RPC answer, read no further than the start
+/// of the result or error: those run from the start of their value to the end of `b`, as in
+/// [`value_start`], so a 20 MB result costs nothing to reach. An `id` before them is kept,
+/// other members are skipped; `None` when `b` is not an object.
+pub fn answer_head(b: &[u8]) -> Option<Envelope<'_>> {
+    let mut out = Envelope::default();
+    let mut members = Members::of(b)?;
+    while let Some((key, start)) = members.next_key().ok()? {
+        match key {
+            b"result" => {
+                out.result = Some(&b[start..]);
+                break;
+            }
+            b"error" => {
+                out.error = Some(&b[start..]);
+                break;
+            }
+            b"id" => out.id = Some(&b[start..members.skip(start).ok()?]),
+            _ => {
+                members.skip(start).ok()?;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The number of strings of exactly `width` bytes (quotes excluded) in the array that `b`
 /// starts with, stepping from string to string without reading them; `None` when an element
 /// is not such a string (the caller then counts the slow way). For blob hex (`0x` + 262,144
@@ -313,6 +339,26 @@ mod tests {
         assert_eq!(e.id, Some(&b"7"[..]));
         assert_eq!(e.params.unwrap(), br#"[{"a":"x\"}y","b":[1,{"c":"]"}]}]"#);
         assert_eq!(e.result, None);
+    }
+
+    #[test]
+    fn answer_head_keeps_the_id_and_stops_at_the_result() {
+        let head = answer_head(br#"{"jsonrpc":"2.0","id":"a\"b","result":[1,2],"x":1}"#).unwrap();
+        assert_eq!(head.id, Some(&br#""a\"b""#[..]));
+        assert_eq!(head.result, Some(&br#"[1,2],"x":1}"#[..]));
+        assert_eq!(head.error, None);
+        let head = answer_head(br#"{"error":{"code":-32000},"id":3}"#).unwrap();
+        assert_eq!(
+            (head.id, head.error),
+            (None, Some(&br#"{"code":-32000},"id":3}"#[..]))
+        );
+        let head = answer_head(br#"{"id":4}"#).unwrap();
+        assert_eq!(
+            (head.id, head.result, head.error),
+            (Some(&b"4"[..]), None, None)
+        );
+        assert!(answer_head(b"[1]").is_none());
+        assert!(answer_head(br#"{"id":"#).is_none());
     }
 
     #[test]

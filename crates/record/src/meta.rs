@@ -61,14 +61,10 @@ fn json_status(facts: &mut Facts, status: &[u8]) {
 pub fn json_call(request: &[u8], response: &[u8]) -> Facts {
     let mut facts = Facts::default();
     let req = scan::envelope(request).unwrap_or_default();
-    // The answer is read only up to its result or error: a 20 MB result is not walked past.
-    let mut resp = scan::Envelope::default();
-    match scan::value_start(response, ["result", "error", "id"]) {
-        Some((0, result)) => resp.result = Some(result),
-        Some((1, error)) => resp.error = Some(error),
-        Some(_) => resp = scan::envelope(response).unwrap_or_default(),
-        None => {}
-    }
+    // The answer is read only up to its result or error: a 20 MB result is not walked.
+    // (Measured: walking it to find the end of the object was 6% of the proxy's CPU on
+    // 72-blob answers, which put their id before their result.)
+    let resp = scan::answer_head(response).unwrap_or_default();
     facts.rpc_id = req
         .id
         .or(resp.id)
