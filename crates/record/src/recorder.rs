@@ -2,17 +2,19 @@
 //! and writes them to the sinks.
 //!
 //! The queue is a `std::sync::mpsc::sync_channel`; [`Recorder::record`] uses `try_send`, so
-//! the forward path never blocks on it. Shutdown protocol: [`Recorder::shutdown`] drops the
-//! sender; the worker drains what is queued, writes it, and exits; `shutdown` joins it.
+//! the forward path never blocks on it, and does not wake the worker: the worker looks at the
+//! queue every 10 ms, or sooner when the queue is half full. Shutdown protocol:
+//! [`Recorder::shutdown`] drops the sender and wakes the worker; the worker drains what is
+//! queued, writes it, and exits; `shutdown` joins it.
 
 use std::{
     sync::{
         Arc, Mutex, RwLock,
         atomic::{AtomicU64, Ordering},
-        mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel},
+        mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel},
     },
-    thread::JoinHandle,
-    time::Duration,
+    thread::{JoinHandle, Thread},
+    time::{Duration, Instant},
 };
 
 use sszgate_engine::Fork;
@@ -29,6 +31,15 @@ use crate::{
 
 /// Records written per sink transaction at most.
 const BATCH: usize = 256;
+
+/// How long the worker sleeps between looks at the queue. Captures are not signalled one by
+/// one: waking the worker for each call cost the forward path a futex wake-up and, on a
+/// 2-core machine, a context switch in the middle of the calls that follow (measured with
+/// `sszgate bench proxy`, docs/benchmarks.md). A queue past half full wakes it at once.
+const TICK: Duration = Duration::from_millis(10);
+
+/// How often a partial batch is written (and writes that failed are tried again).
+const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
 /// Counters of a recorder, for `/_sszgate/status`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -80,6 +91,10 @@ pub struct Recorder {
     metrics: Arc<Metrics>,
     el_client: Arc<RwLock<Option<String>>>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// The worker's thread, woken when the queue is half full and at shutdown.
+    worker_thread: Thread,
+    /// Queue depth at which [`Recorder::record`] wakes the worker.
+    wake_depth: u64,
 }
 
 impl Recorder {
@@ -102,7 +117,8 @@ impl Recorder {
         capacity: usize,
         verify: sszgate_verify::Mode,
     ) -> Recorder {
-        let (sender, receiver) = sync_channel(capacity.max(1));
+        let capacity = capacity.max(1);
+        let (sender, receiver) = sync_channel(capacity);
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(Metrics::new());
         let el_client = Arc::new(RwLock::new(None));
@@ -135,6 +151,8 @@ impl Recorder {
             .spawn(move || worker.run())
             .expect("spawning the recorder thread");
         Recorder {
+            worker_thread: handle.thread().clone(),
+            wake_depth: (capacity as u64).div_ceil(2),
             sender: Mutex::new(Some(sender)),
             counters,
             metrics,
@@ -149,7 +167,11 @@ impl Recorder {
         let Some(sender) = sender else { return };
         match sender.try_send(capture) {
             Ok(()) => {
-                self.counters.queued.fetch_add(1, Ordering::Relaxed);
+                let queued = self.counters.queued.fetch_add(1, Ordering::Relaxed) + 1;
+                let processed = self.counters.processed.load(Ordering::Relaxed);
+                if queued.saturating_sub(processed) >= self.wake_depth {
+                    self.worker_thread.unpark();
+                }
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -190,6 +212,7 @@ impl Recorder {
     /// Stops accepting captures, writes everything queued, and waits for the worker.
     pub fn shutdown(&self) {
         self.sender.lock().expect("recorder lock").take();
+        self.worker_thread.unpark();
         if let Some(handle) = self.worker.lock().expect("recorder lock").take() {
             let _ = handle.join();
         }
@@ -230,34 +253,41 @@ struct Worker {
 impl Worker {
     fn run(mut self) {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut flushed = Instant::now();
         loop {
-            match self.receiver.recv_timeout(Duration::from_millis(50)) {
-                Ok(capture) => {
-                    self.counters.processed.fetch_add(1, Ordering::Relaxed);
-                    self.records(capture, &mut batch);
-                    if batch.len() >= BATCH {
-                        self.flush(&mut batch);
+            let closed = loop {
+                match self.receiver.try_recv() {
+                    Ok(capture) => {
+                        self.counters.processed.fetch_add(1, Ordering::Relaxed);
+                        self.records(capture, &mut batch);
+                        if batch.len() >= BATCH {
+                            self.flush(&mut batch);
+                            flushed = Instant::now();
+                        }
                     }
+                    Err(TryRecvError::Empty) => break false,
+                    Err(TryRecvError::Disconnected) => break true,
                 }
-                Err(RecvTimeoutError::Timeout) => self.flush(&mut batch),
-                Err(RecvTimeoutError::Disconnected) => {
+            };
+            if closed {
+                self.flush(&mut batch);
+                // A sink that still fails gets a little longer before the records are
+                // given up (and counted).
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while self.pending.iter().any(|p| !p.is_empty()) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(200));
                     self.flush(&mut batch);
-                    // A sink that still fails gets a little longer before the records are
-                    // given up (and counted).
-                    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-                    while self.pending.iter().any(|p| !p.is_empty())
-                        && std::time::Instant::now() < deadline
-                    {
-                        std::thread::sleep(Duration::from_millis(200));
-                        self.flush(&mut batch);
-                    }
-                    let left: usize = self.pending.iter().map(Vec::len).sum();
-                    lose(&self.counters, &self.metrics, left as u64);
-                    // Remote sinks send what they can now; their last figures are kept.
-                    let closed = self.sinks.drain(..).filter_map(Sink::close).collect();
-                    self.publish_remote(closed);
-                    return;
                 }
+                let left: usize = self.pending.iter().map(Vec::len).sum();
+                lose(&self.counters, &self.metrics, left as u64);
+                // Remote sinks send what they can now; their last figures are kept.
+                let closed = self.sinks.drain(..).filter_map(Sink::close).collect();
+                self.publish_remote(closed);
+                return;
+            }
+            if flushed.elapsed() >= FLUSH_EVERY {
+                self.flush(&mut batch);
+                flushed = Instant::now();
             }
             let depth = self
                 .counters
@@ -268,6 +298,7 @@ impl Worker {
             let pending = self.counters.pending.load(Ordering::Relaxed);
             self.metrics.queue_depth.set((depth + pending) as i64);
             self.publish_remote(self.sinks.iter().filter_map(Sink::remote_stats).collect());
+            std::thread::park_timeout(TICK);
         }
     }
 
