@@ -487,6 +487,9 @@ pub(crate) enum BlobContents {
     /// Checks each blob's width, quotes and hex digits, and keeps only the count: for checks
     /// that never look inside a blob (counts, commitments, the payload).
     Count,
+    /// As `Count`, in a document whose blobs' digits were checked and left out when it was
+    /// joined (each blob is `"0x"`).
+    CountLeftOut,
 }
 
 /// A blob bundle's three lists, decoded (the blobs only with [`BlobContents::Decode`]).
@@ -613,8 +616,12 @@ fn built_payload_whole(
 pub(crate) fn built_payload_without_blobs(
     version: u8,
     doc: &[u8],
+    contents: BlobContents,
 ) -> Option<(BuiltPayload, usize)> {
-    built_payload_whole(version, doc, BlobContents::Count)
+    if contents == BlobContents::Decode {
+        return None;
+    }
+    built_payload_whole(version, doc, contents)
 }
 
 /// The payload of a getPayload result: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
@@ -696,7 +703,10 @@ fn fixed_width_blobs(
     at: usize,
     contents: BlobContents,
 ) -> Option<(Vec<Blob>, usize, usize)> {
-    const WIDTH: usize = 2 + 2 * schema::BYTES_PER_BLOB;
+    let width = match contents {
+        BlobContents::CountLeftOut => 2,
+        _ => 2 + 2 * schema::BYTES_PER_BLOB,
+    };
     let skip_ws = |mut i: usize| {
         while doc.get(i).is_some_and(is_json_ws) {
             i += 1;
@@ -718,12 +728,12 @@ fn fixed_width_blobs(
     loop {
         if doc.get(i) != Some(&b'"')
             || doc.get(i + 1..i + 3) != Some(b"0x")
-            || doc.get(i + 1 + WIDTH) != Some(&b'"')
+            || doc.get(i + 1 + width) != Some(&b'"')
         {
             return None;
         }
-        digits.push(i + 3..i + 1 + WIDTH);
-        i = skip_ws(i + 2 + WIDTH);
+        digits.push(i + 3..i + 1 + width);
+        i = skip_ws(i + 2 + width);
         match doc.get(i) {
             Some(b',') => i = skip_ws(i + 1),
             Some(b']') => break,
@@ -731,11 +741,15 @@ fn fixed_width_blobs(
         }
     }
     let count = digits.len();
-    if contents == BlobContents::Count {
-        for range in digits {
-            const_hex::check(&doc[range]).ok()?;
+    match contents {
+        BlobContents::Count => {
+            for range in digits {
+                const_hex::check(&doc[range]).ok()?;
+            }
+            return Some((Vec::new(), count, i + 1));
         }
-        return Some((Vec::new(), count, i + 1));
+        BlobContents::CountLeftOut => return Some((Vec::new(), count, i + 1)),
+        BlobContents::Decode => {}
     }
     let mut blobs: Vec<Blob> = Vec::with_capacity(count);
     for range in digits {
@@ -914,8 +928,17 @@ pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
 /// for width, quotes and hex digits): per entry, `None` when missing or its number of proofs;
 /// `Some(None)` for a `null` answer. `None` for any other shape or version.
 #[allow(clippy::type_complexity)]
-pub(crate) fn blobs_without_blobs(version: u8, doc: &[u8]) -> Option<Option<Vec<Option<usize>>>> {
-    let entries = blob_entries(version, doc, |c| c.hex_unread(schema::BYTES_PER_BLOB))?;
+pub(crate) fn blobs_without_blobs(
+    version: u8,
+    doc: &[u8],
+    contents: BlobContents,
+) -> Option<Option<Vec<Option<usize>>>> {
+    let digits = match contents {
+        BlobContents::Decode => return None,
+        BlobContents::Count => schema::BYTES_PER_BLOB,
+        BlobContents::CountLeftOut => 0,
+    };
+    let entries = blob_entries(version, doc, |c| c.hex_unread(digits))?;
     Some(entries.map(|entries| {
         entries
             .into_iter()

@@ -19,6 +19,7 @@ pub mod metrics;
 mod record;
 mod recorder;
 pub mod sink;
+mod skeleton;
 pub mod spool;
 mod verify;
 

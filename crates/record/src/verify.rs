@@ -9,7 +9,8 @@
 use sszgate_engine::{
     Fork, Message,
     method::{self, Family, MethodSpec, Route},
-    scan, without_blobs,
+    scan,
+    without_blobs::{self, Digits},
 };
 use sszgate_verify::{AnswerWithoutBlobs, Verdict, Verifier};
 
@@ -22,7 +23,14 @@ pub(crate) struct CallShape<'a> {
     pub(crate) route: Option<&'a Route>,
     pub(crate) fork: Option<Fork>,
     pub(crate) status: u16,
+    /// Whether the answer still holds its blobs' digits.
+    pub(crate) digits: Digits,
 }
+
+/// The answer was joined without its blobs' digits and this call needs them: verify it again
+/// with the whole answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct NeedsWholeAnswer;
 
 fn worth_decoding(m: &MethodSpec) -> bool {
     matches!(
@@ -32,26 +40,29 @@ fn worth_decoding(m: &MethodSpec) -> bool {
 }
 
 /// Decodes the call's request and answer and verifies them; writes the verdict into `facts`.
+/// An answer without its blobs' digits is read without its blobs, or not at all: the caller
+/// is told to come back with the whole answer.
 pub(crate) fn verify(
     verifier: &mut Verifier,
     call: &CallShape<'_>,
     request: &[u8],
     response: &[u8],
     facts: &mut Facts,
-) {
+) -> Result<(), NeedsWholeAnswer> {
     if facts.error_code.is_some() || !(200..300).contains(&call.status) {
-        return;
+        return Ok(());
     }
     let outcome = match call.transport {
         Transport::JsonRpc | Transport::WebSocket => {
             let Some(m) = call.method.and_then(|name| method::by_name(name).ok()) else {
-                return;
+                return Ok(());
             };
             if !worth_decoding(m) {
-                return;
+                return Ok(());
             }
-            match json_without_blobs(verifier, m, request, response) {
+            match json_without_blobs(verifier, m, request, response, call.digits) {
                 Some(outcome) => outcome,
+                None if call.digits == Digits::LeftOut => return Err(NeedsWholeAnswer),
                 None => decided(
                     verifier,
                     json_messages(m, request, response)
@@ -61,15 +72,15 @@ pub(crate) fn verify(
         }
         Transport::RestSsz => {
             let Some(route) = call.route else {
-                return;
+                return Ok(());
             };
             // Versioned resources (/blobs/vN) carry no fork header: the row decides.
             let Some(m) = crate::meta::rest_method(route.resource, call.fork) else {
-                return;
+                return Ok(());
             };
             let fork = call.fork.unwrap_or_else(|| m.latest_fork());
             if !worth_decoding(m) {
-                return;
+                return Ok(());
             }
             decided(
                 verifier,
@@ -77,9 +88,11 @@ pub(crate) fn verify(
                     .map(|(req, resp)| (m, fork, req, resp)),
             )
         }
-        Transport::Other => return,
+        Transport::Other => return Ok(()),
     };
-    let Some(outcome) = outcome else { return };
+    let Some(outcome) = outcome else {
+        return Ok(());
+    };
     facts.verdict = Some(outcome.verdict.name().to_string());
     facts.verify_us = Some(outcome.micros);
     match outcome.verdict {
@@ -96,6 +109,7 @@ pub(crate) fn verify(
         }
         Verdict::Skipped(reason) => facts.verify_detail = Some(reason),
     }
+    Ok(())
 }
 
 type Decoded = (Message, Option<Message>);
@@ -124,6 +138,7 @@ fn json_without_blobs(
     m: &'static MethodSpec,
     request: &[u8],
     response: &[u8],
+    digits: Digits,
 ) -> Option<Option<sszgate_verify::Outcome>> {
     if !matches!(m.family, Family::GetPayload | Family::GetBlobs)
         || verifier.kzg_on_next_blob_call()
@@ -134,10 +149,10 @@ fn json_without_blobs(
     // else, and the whole answer is decoded then.
     let result = scan::last_value(response, "result")?;
     let answer = if m.family == Family::GetPayload {
-        let (built, blobs) = without_blobs::built_payload(m.version, result)?;
+        let (built, blobs) = without_blobs::built_payload(m.version, result, digits)?;
         AnswerWithoutBlobs::Payload(Box::new(built), blobs)
     } else {
-        AnswerWithoutBlobs::Blobs(without_blobs::blobs(m.version, result)?)
+        AnswerWithoutBlobs::Blobs(without_blobs::blobs(m.version, result, digits)?)
     };
     let fork = m.latest_fork();
     let params = scan::envelope(request)?.params?;
@@ -220,7 +235,7 @@ mod tests {
         let (request, response) = get_blobs(2, 128);
         let (request, response) = (request.as_bytes(), response.as_bytes());
         // The first blob call has its KZG proofs checked: the whole answer is decoded.
-        assert!(json_without_blobs(&mut verifier, m, request, response).is_none());
+        assert!(json_without_blobs(&mut verifier, m, request, response, Digits::Present).is_none());
         let mut facts = Facts::default();
         let shape = CallShape {
             transport: Transport::JsonRpc,
@@ -228,27 +243,34 @@ mod tests {
             route: None,
             fork: None,
             status: 200,
+            digits: Digits::Present,
         };
-        verify(&mut verifier, &shape, request, response, &mut facts);
+        verify(&mut verifier, &shape, request, response, &mut facts).unwrap();
         // (the blobs are not those of the hashes asked for)
         assert_eq!(facts.verdict.as_deref(), Some("failed"));
         assert_eq!(facts.verify_check.as_deref(), Some("blobs-answer"));
         // The next seven are read without their blobs, with every other check.
         for _ in 0..7 {
-            let outcome = json_without_blobs(&mut verifier, m, request, response)
+            let outcome = json_without_blobs(&mut verifier, m, request, response, Digits::Present)
                 .expect("read without blobs")
                 .expect("a verdict");
             assert_eq!(outcome.verdict, Verdict::Ok { kzg: false });
         }
         let (request, short) = get_blobs(2, 127);
-        let outcome = json_without_blobs(&mut verifier, m, request.as_bytes(), short.as_bytes());
+        let outcome = json_without_blobs(
+            &mut verifier,
+            m,
+            request.as_bytes(),
+            short.as_bytes(),
+            Digits::Present,
+        );
         assert!(outcome.is_none(), "the ninth blob call is due for KZG");
         // KZG due: the shape check fails first, on the whole answer; then, without KZG due,
         // the same through the recorder's path and the answer read without its blobs.
         let mut facts_of = |request: &str, response: &str| {
             let mut facts = Facts::default();
             let (req, resp) = (request.as_bytes(), response.as_bytes());
-            verify(&mut verifier, &shape, req, resp, &mut facts);
+            verify(&mut verifier, &shape, req, resp, &mut facts).unwrap();
             facts
         };
         let facts = facts_of(&request, &short);
@@ -267,11 +289,24 @@ mod tests {
         let reordered = format!(r#"{{"jsonrpc":"2.0","result":{result},"id":7}}"#);
         assert!(!verifier.kzg_on_next_blob_call());
         assert!(
-            json_without_blobs(&mut verifier, m, request.as_bytes(), reordered.as_bytes())
-                .is_none()
+            json_without_blobs(
+                &mut verifier,
+                m,
+                request.as_bytes(),
+                reordered.as_bytes(),
+                Digits::Present
+            )
+            .is_none()
         );
         assert!(
-            json_without_blobs(&mut verifier, m, request.as_bytes(), response.as_bytes()).is_some()
+            json_without_blobs(
+                &mut verifier,
+                m,
+                request.as_bytes(),
+                response.as_bytes(),
+                Digits::Present
+            )
+            .is_some()
         );
     }
 }

@@ -10,7 +10,8 @@ use alloy_rpc_types_engine::{
 use sszgate_engine::{
     Message, MessageKind,
     message::{Blobs, BuiltPayload},
-    method, without_blobs,
+    method,
+    without_blobs::{self, Digits},
 };
 
 use crate::{blob, payload, proof};
@@ -72,6 +73,13 @@ fn without_blob_contents(built: &BuiltPayload) -> BuiltPayload {
     built
 }
 
+/// `doc` with the digits of the blobs `blob(0..n)` left out.
+fn without_digits(doc: &str, n: u8) -> String {
+    (0..n).fold(doc.to_string(), |doc, seed| {
+        doc.replace(&const_hex::encode(blob(seed)), "")
+    })
+}
+
 fn json(message: Message) -> String {
     String::from_utf8(message.to_json().unwrap()).unwrap()
 }
@@ -93,8 +101,9 @@ fn a_built_payload_reads_as_the_full_decode_without_its_blobs() {
                 .unwrap(),
                 Message::BuiltPayload(full.clone())
             );
-            let (read, count) = without_blobs::built_payload(version, doc.as_bytes())
-                .unwrap_or_else(|| panic!("V{version} with {n} blobs not read"));
+            let (read, count) =
+                without_blobs::built_payload(version, doc.as_bytes(), Digits::Present)
+                    .unwrap_or_else(|| panic!("V{version} with {n} blobs not read"));
             assert_eq!(count, n as usize, "V{version}");
             assert_eq!(
                 read,
@@ -118,7 +127,7 @@ fn a_built_payload_with_a_bad_blob_or_odd_lists_is_left_to_the_full_decode() {
         for bad in [not_hex, short, escaped] {
             assert_ne!(bad, doc);
             assert!(
-                without_blobs::built_payload(version, bad.as_bytes()).is_none(),
+                without_blobs::built_payload(version, bad.as_bytes(), Digits::Present).is_none(),
                 "V{version}"
             );
         }
@@ -126,11 +135,11 @@ fn a_built_payload_with_a_bad_blob_or_odd_lists_is_left_to_the_full_decode() {
         let one = format!("\"0x{}\",", const_hex::encode(proof(100)));
         let fewer = doc.replacen(&one, "", 1);
         assert_ne!(fewer, doc);
-        assert!(without_blobs::built_payload(version, fewer.as_bytes()).is_none());
+        assert!(without_blobs::built_payload(version, fewer.as_bytes(), Digits::Present).is_none());
     }
     // Versions without a bundle, or not of the fixed shape here.
-    assert!(without_blobs::built_payload(2, b"{}").is_none());
-    assert!(without_blobs::built_payload(6, b"{}").is_none());
+    assert!(without_blobs::built_payload(2, b"{}", Digits::Present).is_none());
+    assert!(without_blobs::built_payload(6, b"{}", Digits::Present).is_none());
 }
 
 fn entry_v2(seed: u8, proofs: usize) -> BlobAndProofV2 {
@@ -165,10 +174,14 @@ fn a_get_blobs_answer_reads_as_its_entries_and_their_proof_counts() {
     ];
     for (version, answer, entries) in cases {
         let doc = json(Message::Blobs(answer));
-        let shape = without_blobs::blobs(version, doc.as_bytes())
+        let shape = without_blobs::blobs(version, doc.as_bytes(), Digits::Present)
             .unwrap_or_else(|| panic!("V{version} not read: {}", &doc[..doc.len().min(80)]));
         assert_eq!(shape.version, version);
         assert_eq!(shape.entries, entries, "V{version}");
+        let left_out = without_digits(&doc, 4);
+        let shape = without_blobs::blobs(version, left_out.as_bytes(), Digits::LeftOut)
+            .unwrap_or_else(|| panic!("V{version} without digits not read"));
+        assert_eq!(shape.entries, entries, "V{version}, digits left out");
     }
 }
 
@@ -180,10 +193,10 @@ fn a_get_blobs_answer_of_another_shape_is_left_to_the_full_decode() {
     let short = doc.replacen(&digits, &digits[..digits.len() - 2], 1);
     let extra_key = doc.replacen("{\"blob\"", "{\"x\":1,\"blob\"", 1);
     for bad in [not_hex, short, extra_key] {
-        assert!(without_blobs::blobs(2, bad.as_bytes()).is_none());
+        assert!(without_blobs::blobs(2, bad.as_bytes(), Digits::Present).is_none());
     }
     // V2 is all or nothing: a null entry is not of its shape; V1 has no null answer.
-    assert!(without_blobs::blobs(2, b"[null]").is_none());
-    assert!(without_blobs::blobs(1, b"null").is_none());
-    assert!(without_blobs::blobs(4, b"[]").is_none());
+    assert!(without_blobs::blobs(2, b"[null]", Digits::Present).is_none());
+    assert!(without_blobs::blobs(1, b"null", Digits::Present).is_none());
+    assert!(without_blobs::blobs(4, b"[]", Digits::Present).is_none());
 }

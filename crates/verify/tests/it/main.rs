@@ -15,7 +15,8 @@ use alloy_rpc_types_engine::{ExecutionPayloadV3, PayloadId};
 use sszgate_engine::{
     Fork, Message,
     message::{Blobs, BlobsRequest, BuiltPayload, Forkchoice, NewPayload},
-    method, without_blobs,
+    method,
+    without_blobs::{self, Digits},
 };
 use sszgate_fixtures::{self as fixtures, BlobItem, Fixtures, versioned_hash};
 use sszgate_verify::{AnswerWithoutBlobs, Check, Mode, Verdict, Verifier, payload};
@@ -399,7 +400,8 @@ fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
 /// The getPayload answer `built` read from its JSON without its blobs.
 fn read_without_blobs(built: &BuiltPayload, version: u8) -> AnswerWithoutBlobs {
     let json = Message::BuiltPayload(built.clone()).to_json().unwrap();
-    let (read, n) = without_blobs::built_payload(version, &json).expect("fixed shape");
+    let (read, n) =
+        without_blobs::built_payload(version, &json, Digits::Present).expect("fixed shape");
     AnswerWithoutBlobs::Payload(Box::new(read), n)
 }
 
@@ -459,7 +461,7 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
     let m = method::by_name("engine_getBlobsV2").unwrap();
     let run = |answer: Blobs| {
         let json = Message::Blobs(answer).to_json().unwrap();
-        let shape = without_blobs::blobs(2, &json).expect("fixed shape");
+        let shape = without_blobs::blobs(2, &json, Digits::Present).expect("fixed shape");
         Verifier::new(Mode::All)
             .call_without_blobs(m, Fork::Osaka, &request, &AnswerWithoutBlobs::Blobs(shape))
             .unwrap()
@@ -488,7 +490,8 @@ fn calls_read_without_their_blobs_take_their_turn_in_the_sampling() {
         versioned_hashes: vec![B256::repeat_byte(1)],
         indices: None,
     });
-    let none_available = AnswerWithoutBlobs::Blobs(without_blobs::blobs(2, b"null").unwrap());
+    let none_available =
+        AnswerWithoutBlobs::Blobs(without_blobs::blobs(2, b"null", Digits::Present).unwrap());
     let mut due = Vec::new();
     for _ in 0..17 {
         due.push(verifier.kzg_on_next_blob_call());
