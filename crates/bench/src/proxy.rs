@@ -327,11 +327,12 @@ pub(crate) fn start_proxy(
         .arg("--store")
         .arg(format!("sqlite:{}", dir.join("bench.db").display()))
         .args(extra)
-        // Quiet unless asked otherwise (the soak's synthetic bundles fail the commitments
-        // check by construction, and say so once per call at `warn`).
+        // Errors only unless asked otherwise: the benches' answers pair real blobs with
+        // hashes and payloads they do not belong to, so verification fails on them by
+        // construction, and the proxy says so at `warn` each time.
         .env(
             "SSZGATE_LOG",
-            std::env::var("SSZGATE_LOG").unwrap_or_else(|_| "warn".into()),
+            std::env::var("SSZGATE_LOG").unwrap_or_else(|_| "error".into()),
         )
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
