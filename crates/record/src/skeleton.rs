@@ -310,6 +310,42 @@ mod tests {
     }
 
     #[test]
+    fn random_cuts_give_the_same_skeleton_as_one_frame() {
+        let entries = format!(
+            r#"{{"id":1,"result":[{{"blob":{},"proofs":["0xab"]}},null,{{"blob":{},"proofs":[]}}]}}"#,
+            blob('c'),
+            blob('d')
+        );
+        let bundle = format!(
+            r#"{{"id":1,"result":{{"blobsBundle":{{"commitments":[],"proofs":[],"blobs":[{},{},{}]}}}}}}"#,
+            blob('1'),
+            blob('2'),
+            blob('3')
+        );
+        // xorshift64: the same cuts on every run.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        };
+        for (doc, layout) in [(entries, BlobLayout::Entries), (bundle, BlobLayout::Bundle)] {
+            let whole = skeleton(&doc, &[], layout).expect("of its shape");
+            assert!(whole.len() < 200, "{whole}");
+            for _ in 0..150 {
+                let mut cuts: Vec<usize> = (0..next(12)).map(|_| next(doc.len())).collect();
+                cuts.sort();
+                assert_eq!(
+                    skeleton(&doc, &cuts, layout).as_deref(),
+                    Some(whole.as_str()),
+                    "cut at {cuts:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn answers_of_another_shape_are_refused() {
         let good = blob('b');
         let short = format!("\"0x{}\"", "b".repeat(DIGITS - 2));
