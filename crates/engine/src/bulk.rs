@@ -559,8 +559,8 @@ fn bundle(c: &mut Cursor<'_>, contents: BlobContents) -> Option<BundleParts> {
 }
 
 /// A getPayloadV3..V5 result read whole at its fixed shape (no serde at all): the payload
-/// field by field, the bundle from hex; with the number of blobs it holds (with
-/// [`BlobContents::Count`] the bundle's `blobs` list is left empty). `None` means "try the
+/// field by field, the bundle from hex; with the number of blobs it holds (unless
+/// [`BlobContents::Decode`], the bundle's `blobs` list is left empty). `None` means "try the
 /// splice, then serde".
 fn built_payload_whole(
     version: u8,
@@ -610,9 +610,10 @@ fn built_payload_whole(
     Some((built, blob_count))
 }
 
-/// A getPayloadV3..V5 result read at its fixed shape without decoding its blobs (each is
-/// checked for width, quotes and hex digits): the payload with an empty `blobs` list, and how
-/// many blobs the answer holds. `None` for any other shape or version.
+/// A getPayloadV3..V5 result read at its fixed shape without decoding its blobs (each checked
+/// for width, quotes and hex digits, here or when its digits were left out): the payload with
+/// an empty `blobs` list, and how many blobs the answer holds. `None` for any other shape or
+/// version, and for [`BlobContents::Decode`].
 pub(crate) fn built_payload_without_blobs(
     version: u8,
     doc: &[u8],
@@ -696,8 +697,8 @@ fn assemble(
 }
 
 /// The JSON array of blobs starting at `doc[at]`, each `"0x" + 262144 hex digits`; returns
-/// the blobs (none with [`BlobContents::Count`]), how many there are, and the index after the
-/// array.
+/// the blobs (none unless [`BlobContents::Decode`]), how many there are, and the index after
+/// the array.
 fn fixed_width_blobs(
     doc: &[u8],
     at: usize,
@@ -924,9 +925,10 @@ pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
     })
 }
 
-/// A getBlobsV1/V2/V3 result at its fixed shape without decoding its blobs (each is checked
-/// for width, quotes and hex digits): per entry, `None` when missing or its number of proofs;
-/// `Some(None)` for a `null` answer. `None` for any other shape or version.
+/// A getBlobsV1/V2/V3 result at its fixed shape without decoding its blobs (each checked for
+/// width, quotes and hex digits, here or when its digits were left out): per entry, `None`
+/// when missing or its number of proofs; `Some(None)` for a `null` answer. `None` for any
+/// other shape or version, and for [`BlobContents::Decode`].
 #[allow(clippy::type_complexity)]
 pub(crate) fn blobs_without_blobs(
     version: u8,

@@ -1,7 +1,8 @@
 //! Blob-carrying answers read without decoding their blobs, for the checks that never look
 //! inside a blob: counts, the bundle's commitments against the payload's versioned hashes, the
 //! payload and its block hash. Each blob is still checked for its width, its quotes and its hex
-//! digits, but no 128 KiB per blob is allocated and written.
+//! digits, but no 128 KiB per blob is allocated and written. A document joined without its
+//! blobs' digits ([`Digits::LeftOut`], each blob reduced to `"0x"`) is read the same way.
 //!
 //! Only answers of the canonical fixed shape are read here (what every EL sends); `None` means
 //! "decode the whole message" with [`crate::Message::from_json`], which decides.
