@@ -347,6 +347,26 @@ pub fn scan_json_rpc(data: &[u8]) {
                 assert_eq!(object.get("method").and_then(|m| m.as_str()), Some(method));
             }
             assert_eq!(scan::calls(data).map(|c| c.len()), Some(1));
+            // The recorder's reading of an answer: it stops at the start of a result or an
+            // error, which must start with a JSON value of that key.
+            let head = scan::answer_head(data).expect("a valid JSON object scans");
+            for (key, raw) in [("result", head.result), ("error", head.error)] {
+                let Some(raw) = raw else { continue };
+                let first = serde_json::Deserializer::from_slice(raw)
+                    .into_iter::<serde_json::Value>()
+                    .next();
+                assert!(
+                    matches!(first, Some(Ok(_))),
+                    "{key} does not start with a value"
+                );
+                assert!(object.contains_key(key), "{key} found where there is none");
+            }
+            // What it gives for `result`, when that reads as one value, is there.
+            if let Some(raw) = scan::last_value(data, "result")
+                && serde_json::from_slice::<serde_json::Value>(raw).is_ok()
+            {
+                assert!(object.contains_key("result"));
+            }
         }
         serde_json::Value::Array(elements) => {
             let scanned = scan::array_elements(data).expect("a valid JSON array scans");
