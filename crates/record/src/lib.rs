@@ -4,7 +4,9 @@
 //! Recording never sits on the forward path. The gateway hands a [`Capture`] (the call's
 //! classification, timings and refcounted body buffers, never copies) to the [`Recorder`] with
 //! a non-blocking `try_send` into a bounded queue; when the queue is full the record is dropped
-//! and the drop is counted, the CL's call is never held. A worker thread drains the queue,
+//! and the drop is counted, the CL's call is never held. A worker thread drains the queue every
+//! 10 ms (sooner when it is half full; the forward path does not wake it per call), joins each
+//! answer's frames (a blob answer without its blobs' digits when nothing reads them),
 //! extracts the Engine API facts from the bodies with a scanner ([`meta`]; not a full parse),
 //! updates the Prometheus metrics and writes the records to the sinks in batches (SQLite in
 //! one transaction per batch, JSON lines, ClickHouse through a local spool). On shutdown the queue is drained and the sinks are
