@@ -7,14 +7,11 @@
 //! of `memchr` over it, not a parse. It accepts any valid JSON; on invalid JSON it returns
 //! `None` (the caller answers with a proper error or records "unknown").
 
-/// Whether `c` is JSON whitespace.
-fn is_ws(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
-}
+use crate::fixed_json::read::is_json_ws;
 
 /// Skips whitespace from `i`.
 fn ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && is_ws(b[i]) {
+    while i < b.len() && is_json_ws(&b[i]) {
         i += 1;
     }
     i
@@ -223,10 +220,13 @@ fn elements(b: &[u8], mut element: impl FnMut(usize) -> Option<usize>) -> Option
 /// that check that their input is exactly one value (JSON-RPC answers end with `result`).
 pub fn last_value<'a>(b: &'a [u8], key: &str) -> Option<&'a [u8]> {
     let (_, rest) = value_start(b, [key])?;
-    let end = rest.iter().rposition(|c| !is_ws(*c))?;
+    let end = rest.iter().rposition(|c| !is_json_ws(c))?;
     (rest[end] == b'}').then(|| {
         let inner = &rest[..end];
-        let last = inner.iter().rposition(|c| !is_ws(*c)).map_or(0, |i| i + 1);
+        let last = inner
+            .iter()
+            .rposition(|c| !is_json_ws(c))
+            .map_or(0, |i| i + 1);
         &inner[..last]
     })
 }
