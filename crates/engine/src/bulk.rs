@@ -30,6 +30,7 @@ use crate::{
     json,
     message::{Blobs, BuiltPayload},
     ssz::{self as schema, SszError, SszField, SszProblem, Ty, container_fields, encode_container},
+    without_blobs::Digits,
 };
 
 // ---------------------------------------------------------------- JSON
@@ -492,6 +493,16 @@ pub(crate) enum BlobContents {
     CountLeftOut,
 }
 
+impl BlobContents {
+    /// Counting the blobs of a document whose digits are as `digits` says.
+    fn counted(digits: Digits) -> BlobContents {
+        match digits {
+            Digits::Present => BlobContents::Count,
+            Digits::LeftOut => BlobContents::CountLeftOut,
+        }
+    }
+}
+
 /// A blob bundle's three lists, decoded (the blobs only with [`BlobContents::Decode`]).
 struct BundleParts {
     commitments: Vec<Bytes48>,
@@ -613,16 +624,13 @@ fn built_payload_whole(
 /// A getPayloadV3..V5 result read at its fixed shape without decoding its blobs (each checked
 /// for width, quotes and hex digits, here or when its digits were left out): the payload with
 /// an empty `blobs` list, and how many blobs the answer holds. `None` for any other shape or
-/// version, and for [`BlobContents::Decode`].
+/// version.
 pub(crate) fn built_payload_without_blobs(
     version: u8,
     doc: &[u8],
-    contents: BlobContents,
+    digits: Digits,
 ) -> Option<(BuiltPayload, usize)> {
-    if contents == BlobContents::Decode {
-        return None;
-    }
-    built_payload_whole(version, doc, contents)
+    built_payload_whole(version, doc, BlobContents::counted(digits))
 }
 
 /// The payload of a getPayload result: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
@@ -928,19 +936,18 @@ pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
 /// A getBlobsV1/V2/V3 result at its fixed shape without decoding its blobs (each checked for
 /// width, quotes and hex digits, here or when its digits were left out): per entry, `None`
 /// when missing or its number of proofs; `Some(None)` for a `null` answer. `None` for any
-/// other shape or version, and for [`BlobContents::Decode`].
+/// other shape or version.
 #[allow(clippy::type_complexity)]
 pub(crate) fn blobs_without_blobs(
     version: u8,
     doc: &[u8],
-    contents: BlobContents,
+    digits: Digits,
 ) -> Option<Option<Vec<Option<usize>>>> {
-    let digits = match contents {
-        BlobContents::Decode => return None,
-        BlobContents::Count => schema::BYTES_PER_BLOB,
-        BlobContents::CountLeftOut => 0,
+    let bytes = match digits {
+        Digits::Present => schema::BYTES_PER_BLOB,
+        Digits::LeftOut => 0,
     };
-    let entries = blob_entries(version, doc, |c| c.hex_unread(digits))?;
+    let entries = blob_entries(version, doc, |c| c.hex_unread(bytes))?;
     Some(entries.map(|entries| {
         entries
             .into_iter()

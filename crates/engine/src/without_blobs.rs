@@ -11,10 +11,7 @@
 //! was most of what `--verify sample` added to the proxy's CPU on calls whose KZG proofs were
 //! sampled out.
 
-use crate::{
-    bulk::{self, BlobContents},
-    message::BuiltPayload,
-};
+use crate::{bulk, message::BuiltPayload};
 
 /// Whether the document read still holds its blobs' digits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,15 +21,6 @@ pub enum Digits {
     /// Joined without them, each blob reduced to `"0x"` (its digits were checked when they
     /// were left out).
     LeftOut,
-}
-
-impl Digits {
-    fn contents(self) -> BlobContents {
-        match self {
-            Digits::Present => BlobContents::Count,
-            Digits::LeftOut => BlobContents::CountLeftOut,
-        }
-    }
 }
 
 /// A getBlobs answer without its blobs.
@@ -48,11 +36,11 @@ pub struct BlobsShape {
 /// A getPayloadV3..V5 result (`result` of the JSON-RPC answer) without its blobs: the payload
 /// with an empty `blobs` list in its bundle, and how many blobs the answer holds.
 pub fn built_payload(version: u8, result: &[u8], digits: Digits) -> Option<(BuiltPayload, usize)> {
-    bulk::built_payload_without_blobs(version, result, digits.contents())
+    bulk::built_payload_without_blobs(version, result, digits)
 }
 
 /// A getBlobsV1..V3 result (`result` of the JSON-RPC answer) without its blobs.
 pub fn blobs(version: u8, result: &[u8], digits: Digits) -> Option<BlobsShape> {
-    let entries = bulk::blobs_without_blobs(version, result, digits.contents())?;
+    let entries = bulk::blobs_without_blobs(version, result, digits)?;
     Some(BlobsShape { version, entries })
 }
