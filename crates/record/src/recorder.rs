@@ -431,7 +431,7 @@ impl Worker {
             Transport::JsonRpc | Transport::WebSocket => {
                 let requests = scan::calls(request).unwrap_or_default();
                 let responses = scan::calls(&response).unwrap_or_default();
-                let batch = request.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+                let batch = is_batch(request);
                 if requests.is_empty() {
                     // Refused before it was read (too large, not JSON): the answer says why.
                     vec![(
@@ -542,10 +542,9 @@ impl Worker {
                 } else {
                     req.len() as u64
                 },
-                response_bytes: if response_decoded.is_some() {
-                    raw_response.len() as u64
-                } else if digits_left_out {
-                    // Only single calls are joined without their blobs' digits.
+                // A call's answer as it came (encoded, or joined without its blobs' digits), or
+                // its element of a batch answer.
+                response_bytes: if response_decoded.is_some() || facts.batch_index.is_none() {
                     answer_len as u64
                 } else {
                     resp.len() as u64
@@ -589,16 +588,17 @@ impl Worker {
     /// single JSON-RPC getPayload (V3..V5) or getBlobs (V1..V3) call, not content-encoded,
     /// whose blobs nothing here reads (no body is kept, no KZG check is due).
     fn blob_layout(&self, c: &Capture) -> Option<BlobLayout> {
-        let single = c.request.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         let encoded = content_encoding(c.encodings.1.as_deref()).is_some();
         let kzg_due = self
             .verifier
             .as_ref()
             .is_some_and(sszgate_verify::Verifier::kzg_on_next_blob_call);
-        if c.transport != Some(Transport::JsonRpc) || !single || encoded || kzg_due {
-            return None;
-        }
-        if self.body_bytes > 0 {
+        if c.transport != Some(Transport::JsonRpc)
+            || is_batch(&c.request)
+            || encoded
+            || kzg_due
+            || self.body_bytes > 0
+        {
             return None;
         }
         let name = match &c.method {
@@ -625,6 +625,11 @@ fn lose(counters: &Counters, metrics: &Metrics, n: u64) {
 
 /// A body without its content encoding (gzip, deflate, zstd, framed snappy), with its decoded size; the body
 /// as it is when it has none, or one that cannot be decoded (the facts then stay empty).
+/// Whether a JSON-RPC body is a batch (an array of calls).
+fn is_batch(body: &[u8]) -> bool {
+    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}
+
 /// The content encoding a body is in, `None` for none or `identity`.
 fn content_encoding(header: Option<&str>) -> Option<&str> {
     header
