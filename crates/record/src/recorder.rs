@@ -839,15 +839,21 @@ mod tests {
             w.body_bytes = body_bytes;
             w.records(capture(&request, &odd, 100_000), &mut out);
             let f = &out[1].facts;
-            (
+            let verdict = (
                 f.verdict.clone(),
                 f.verify_check.clone(),
                 f.verify_detail.clone(),
-            )
+            );
+            (verdict, w.scratch.len(), out[1].response_bytes)
         };
-        // Joined without digits first, then whole; against joined whole from the start.
-        let verdict = verdict_of(0);
-        assert_eq!(verdict, verdict_of(100));
+        // Joined without digits first (the skeleton is what stays in the buffer), then whole;
+        // against joined whole from the start.
+        let (verdict, joined, bytes) = verdict_of(0);
+        assert!(joined < 40_000, "{joined}");
+        let (whole_verdict, whole_joined, whole_bytes) = verdict_of(100);
+        assert_eq!(whole_joined, odd.len());
+        assert_eq!(verdict, whole_verdict);
+        assert_eq!((bytes, whole_bytes), (odd.len() as u64, odd.len() as u64));
         assert!(verdict.0.is_some(), "{verdict:?}");
     }
 }

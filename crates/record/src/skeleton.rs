@@ -54,9 +54,9 @@ impl<'a> Frames<'a> {
 
     /// The frame holding `pos` and the offset of `pos` in it (`pos < len`).
     fn locate(&self, pos: usize) -> (usize, usize) {
-        let i = self.starts.partition_point(|s| *s <= pos) - 1;
-        // Empty frames share their start with the next one: step over them.
-        let mut i = i;
+        // The last frame starting at or before `pos`; empty frames share their start with
+        // the next one, so step over any that remain.
+        let mut i = self.starts.partition_point(|s| *s <= pos) - 1;
         while pos - self.starts[i] >= self.frames[i].len() {
             i += 1;
         }
