@@ -12,7 +12,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use sszgate_gateway::{JwtSecret, ProxyConfig, Upstream, UpstreamTransport};
-use sszgate_record::{Recorder, Sink, SinkOptions, SinkSpec, clickhouse::Identity};
+use sszgate_record::{Recorder, RecorderConfig, Sink, SinkOptions, SinkSpec, clickhouse::Identity};
 use tokio::net::TcpListener;
 
 /// Arguments of `sszgate proxy`.
@@ -73,6 +73,17 @@ pub(crate) struct ProxyArgs {
         help_heading = "Limits"
     )]
     max_header_bytes: usize,
+
+    /// Largest EL answer, bytes, that the gateway reads whole (the bridge) or decodes from
+    /// its content coding (the recorder); past it the bridge answers an error and the
+    /// recorder notes it. Relayed answers stream through whatever their size.
+    #[arg(
+        long,
+        env = "SSZGATE_MAX_ANSWER",
+        default_value_t = sszgate_gateway::DEFAULT_MAX_ANSWER_BYTES,
+        help_heading = "Limits"
+    )]
+    max_answer: usize,
 
     /// How to talk to the EL: json (it speaks JSON-RPC only: REST-SSZ calls from the CL are
     /// bridged), ssz (use REST-SSZ upstream: JSON-RPC calls with a REST form are bridged),
@@ -136,6 +147,17 @@ pub(crate) struct ProxyArgs {
         help_heading = "Recording"
     )]
     queue: usize,
+
+    /// Bytes of body the records waiting may hold alive at most (a 72-blob getPayload answer
+    /// is about 20 MB); beyond that records are dropped and counted, the CL's calls never
+    /// wait. An answer larger than this is relayed whole and recorded by its size only.
+    #[arg(
+        long,
+        env = "SSZGATE_QUEUE_BYTES",
+        default_value_t = sszgate_record::DEFAULT_QUEUE_BYTES,
+        help_heading = "Recording"
+    )]
+    queue_bytes: usize,
 
     /// Where ClickHouse rows wait for the server (one subdirectory per server and database);
     /// rows still there at exit are sent at the next start.
@@ -281,12 +303,16 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         bail!("--queue must be at least 1");
     }
     let sink_names: Vec<String> = sinks.iter().map(Sink::name).collect();
-    let recorder = Arc::new(Recorder::start_verifying(
+    let recorder = Arc::new(Recorder::with_config(
         sinks,
-        "proxy",
-        args.labels.clone(),
-        args.queue,
-        args.verify,
+        RecorderConfig {
+            source: "proxy",
+            labels: args.labels.clone(),
+            capacity: args.queue,
+            queue_bytes: args.queue_bytes,
+            max_decoded: args.max_answer,
+            verify: args.verify,
+        },
     ));
     let cl_label = args
         .labels
@@ -319,6 +345,7 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
             body_timeout: args.body_timeout,
             max_in_flight: args.max_in_flight,
             max_header_bytes: args.max_header_bytes,
+            max_answer_bytes: args.max_answer,
         },
         upstream,
         max_body: args.max_body,
@@ -374,11 +401,29 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         stopped(stop_rx),
     ));
 
-    shutdown_signal().await;
+    // A listener that cannot go on ends the process (non-zero, after the records are
+    // written): a supervisor restarts it, where a live process with a dead port would not be.
+    let (mut relay, mut control_task) = (relay, control_task);
+    let failed = tokio::select! {
+        () = shutdown_signal() => None,
+        ended = &mut relay => Some(("the Engine API listener", ended)),
+        ended = &mut control_task => Some(("the metrics listener", ended)),
+    };
     tracing::info!("stopping: finishing in-flight calls and writing queued records");
     let _ = stop_tx.send(true);
-    relay.await.context("relay task")??;
-    control_task.await.context("control task")??;
+    let outcome = match failed {
+        Some((listener, ended)) => Err(listener_ended(listener, ended)),
+        None => relay
+            .await
+            .context("relay task")?
+            .context("the Engine API listener")
+            .and(
+                control_task
+                    .await
+                    .context("control task")?
+                    .context("the metrics listener"),
+            ),
+    };
     let recorder_for_shutdown = recorder.clone();
     tokio::task::spawn_blocking(move || recorder_for_shutdown.shutdown())
         .await
@@ -390,7 +435,21 @@ async fn run_async(args: ProxyArgs) -> Result<()> {
         lost = stats.lost,
         "stopped"
     );
-    Ok(())
+    outcome
+}
+
+/// Why the process stops when `listener`'s task ended on its own.
+fn listener_ended(
+    listener: &str,
+    ended: Result<std::io::Result<()>, tokio::task::JoinError>,
+) -> anyhow::Error {
+    let why = match ended {
+        Ok(Ok(())) => "it stopped".to_string(),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => format!("its task failed: {e}"),
+    };
+    tracing::error!(listener, %why, "a listener cannot go on; stopping so that a supervisor restarts sszgate");
+    anyhow::anyhow!("{listener} cannot go on: {why}")
 }
 
 async fn shutdown_signal() {

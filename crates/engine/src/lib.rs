@@ -9,6 +9,7 @@
 //! - [`Message`]: typed messages with their JSON-RPC codec (alloy's serde types) and their
 //!   REST-SSZ codec (alloy's `ssz_engine_types`, guarded by the schema walk of [`ssz`]);
 //! - [`translate`]: JSON-RPC request/result/error ⇄ REST request/response/problem;
+//! - [`coding`]: HTTP content codings, every decode bounded in its decoded size;
 //! - [`Problem`]: the spec's error table, the only place JSON-RPC codes meet problem types;
 //! - [`without_blobs`]: blob-carrying answers read without decoding their blobs.
 //!
@@ -29,6 +30,7 @@
 
 mod bulk;
 pub mod capabilities;
+pub mod coding;
 pub mod error;
 mod fixed_json;
 pub mod fork;

@@ -12,9 +12,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use sszgate_engine::{
     Fork, MethodSpec, Problem,
+    coding::{self, Coding},
     method::{self, HttpMethod, Route},
     scan,
     translate::{self, RestResponse, RpcError},
@@ -143,59 +144,38 @@ pub(crate) fn negotiate(headers: &HeaderMap) -> Option<&'static str> {
         .find(|e| accepted.iter().any(|(name, ok)| *ok && name == e))
 }
 
-/// Compresses a body for `encoding` (zstd level 1 and gzip level 1: the link is loopback or
-/// LAN, so speed matters more than the last few percent).
-fn encode(body: &[u8], encoding: &str) -> std::io::Result<Vec<u8>> {
-    use std::io::Write;
-    match encoding {
-        "zstd" => zstd::bulk::compress(body, 1),
-        "snappy" => {
-            let mut framed = snap::write::FrameEncoder::new(Vec::with_capacity(body.len() / 2));
-            framed.write_all(body)?;
-            framed
-                .into_inner()
-                .map_err(|e| std::io::Error::other(e.to_string()))
-        }
-        _ => {
-            let mut gz = flate2::write::GzEncoder::new(
-                Vec::with_capacity(body.len() / 2),
-                flate2::Compression::fast(),
-            );
-            gz.write_all(body)?;
-            gz.finish()
-        }
-    }
-}
-
-/// Removes a content encoding the bridge understands.
-fn decode(body: Bytes, encoding: Option<&str>) -> std::io::Result<Bytes> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    match encoding.map(|e| e.trim().to_ascii_lowercase()).as_deref() {
-        None | Some("") | Some("identity") => return Ok(body),
-        Some("zstd") => {
-            zstd::stream::read::Decoder::new(&body[..])?.read_to_end(&mut out)?;
-        }
-        Some("gzip") | Some("x-gzip") => {
-            flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out)?;
-        }
-        Some("snappy") => {
-            snap::read::FrameDecoder::new(&body[..]).read_to_end(&mut out)?;
-        }
-        Some(other) => {
-            return Err(std::io::Error::other(format!(
-                "unsupported Content-Encoding {other:?}"
-            )));
-        }
-    }
-    Ok(Bytes::from(out))
-}
-
-fn content_encoding(headers: &HeaderMap) -> Option<String> {
-    headers
+/// An EL's answer, read whole but never past `limit` bytes, and without its content coding
+/// (decoded to at most `limit` bytes too).
+async fn read_answer(
+    response: Response<hyper::body::Incoming>,
+    limit: usize,
+) -> Result<(StatusCode, Bytes), String> {
+    let status = response.status();
+    let encoding = response
+        .headers()
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+        .map(str::to_string);
+    let body = Limited::new(response.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.is::<LengthLimitError>() {
+                format!(
+                    "the EL's answer is over the {limit} bytes the gateway reads (--max-answer)"
+                )
+            } else {
+                format!("upstream body failed: {e}")
+            }
+        })?
+        .to_bytes();
+    let decoded = coding::decode(&body, encoding.as_deref(), limit)
+        .map_err(|e| format!("the EL's answer does not decode: {e}"))?;
+    let decoded = match decoded {
+        std::borrow::Cow::Borrowed(_) => body,
+        std::borrow::Cow::Owned(decoded) => Bytes::from(decoded),
+    };
+    Ok((status, decoded))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -228,6 +208,14 @@ pub(crate) async fn rest_to_json(
                 return unauthorized(&why);
             }
         }
+    }
+    if let Some(coding) = crate::classify::request_coding(headers) {
+        return problem(
+            Problem::UnsupportedMediaType,
+            format!(
+                "Content-Encoding {coding:?} on a request: the bridge takes uncompressed SSZ (the spec compresses answers only)"
+            ),
+        );
     }
     if route.resource.http_method() == HttpMethod::Post && !route.resource.is_json() {
         let content_type = headers
@@ -267,40 +255,27 @@ pub(crate) async fn rest_to_json(
         .body(Full::new(Bytes::from(rpc_body)))
         .expect("a valid request");
     let sent = Instant::now();
+    let limit = config.limits.max_answer_bytes;
     let answer = match config.upstream.send(request).await {
-        Ok(response) => {
-            let status = response.status();
-            let encoding = content_encoding(response.headers());
-            match response.into_body().collect().await {
-                Ok(body) if status == StatusCode::OK => {
-                    match decode(body.to_bytes(), encoding.as_deref()) {
-                        Ok(body) => body,
-                        Err(e) => {
-                            return problem(
-                                Problem::Internal,
-                                format!("the EL's answer does not decode: {e}"),
-                            );
-                        }
-                    }
-                }
-                Ok(body) => {
-                    let detail = format!(
-                        "upstream answered HTTP {status}: {}",
-                        String::from_utf8_lossy(&body.to_bytes()[..])
-                            .chars()
-                            .take(200)
-                            .collect::<String>()
-                    );
-                    let problem_type = if status == StatusCode::UNAUTHORIZED {
-                        Problem::Internal
-                    } else {
-                        Problem::from_rpc_code(-32603)
-                    };
-                    return problem(problem_type, detail);
-                }
-                Err(e) => return problem(Problem::Internal, format!("upstream body failed: {e}")),
+        Ok(response) => match read_answer(response, limit).await {
+            Ok((StatusCode::OK, body)) => body,
+            Ok((status, body)) => {
+                let detail = format!(
+                    "upstream answered HTTP {status}: {}",
+                    String::from_utf8_lossy(&body[..body.len().min(800)])
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                );
+                let problem_type = if status == StatusCode::UNAUTHORIZED {
+                    Problem::Internal
+                } else {
+                    Problem::from_rpc_code(-32603)
+                };
+                return problem(problem_type, detail);
             }
-        }
+            Err(detail) => return problem(Problem::Internal, detail),
+        },
         Err(e @ (UpstreamError::Failed(..) | UpstreamError::Timeout(..))) => {
             config.upstream_transport.mark_unreachable();
             return problem(Problem::Internal, e.to_string());
@@ -549,17 +524,8 @@ async fn call_rest(
         config.upstream_transport.mark_unreachable();
         e.to_string()
     })?;
-    let status = response.status().as_u16();
-    let encoding = content_encoding(response.headers());
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("upstream body failed: {e}"))?
-        .to_bytes();
-    let body = decode(body, encoding.as_deref())
-        .map_err(|e| format!("the EL's answer does not decode: {e}"))?;
-    Ok((status, body))
+    let (status, body) = read_answer(response, config.limits.max_answer_bytes).await?;
+    Ok((status.as_u16(), body))
 }
 
 /// A JSON-RPC response object.
@@ -614,7 +580,8 @@ pub(crate) fn into_response(
     let mut r = bridged.response;
     let mut content_encoding = None;
     if let Some(encoding) = encoding.filter(|_| !r.body.is_empty())
-        && let Ok(compressed) = encode(&r.body, encoding)
+        && let Ok(Some(coding)) = Coding::parse(encoding)
+        && let Ok(compressed) = coding.encode(&r.body)
     {
         r.body = compressed;
         content_encoding = Some(encoding);

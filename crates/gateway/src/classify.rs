@@ -46,6 +46,14 @@ pub(crate) fn refuse(problem: Problem, message: impl Into<String>) -> Refusal {
     }
 }
 
+/// The content coding a request's body is in, if any other than `identity`.
+pub(crate) fn request_coding(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("(not text)").trim())
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+}
+
 /// True for a JSON-RPC request target.
 pub(crate) fn is_json_rpc(method: &Method, path: &str) -> bool {
     method == Method::POST && (path == "/" || path.is_empty())
@@ -55,11 +63,21 @@ pub(crate) fn is_json_rpc(method: &Method, path: &str) -> bool {
 pub(crate) fn classify(
     method: &Method,
     target: &str,
-    _headers: &HeaderMap,
+    headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Class, Refusal> {
     let path = target.split('?').next().unwrap_or_default();
     if is_json_rpc(method, path) {
+        if let Some(coding) = request_coding(headers) {
+            // No EL takes a coded JSON-RPC request, and its calls could not be read here
+            // without expanding it: refused as it is.
+            return Err(refuse(
+                Problem::InvalidRequest,
+                format!(
+                    "Content-Encoding {coding:?} on a JSON-RPC request: the Engine API's JSON-RPC takes plain JSON"
+                ),
+            ));
+        }
         let calls = scan::calls(body).ok_or_else(|| {
             refuse(
                 Problem::ParseError,

@@ -25,9 +25,11 @@ pub async fn serve_control(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
+    let metrics = recorder.clone();
+    let mut acceptor = crate::accept::Acceptor::new(&listener, "control", metrics.metrics());
     loop {
         let (stream, _) = tokio::select! {
-            accepted = listener.accept() => accepted?,
+            accepted = acceptor.accept() => accepted?,
             () = &mut shutdown => return Ok(()),
         };
         let config = config.clone();

@@ -15,6 +15,9 @@
 //! newPayload requests to refuse a bad payload before the EL sees it). Verification itself
 //! (`--verify`) runs on the recorder's thread.
 //!
+//! Listeners never die silently: `accept` backs off from errors a listener can go on from
+//! (out of file descriptors, say) and ends the serve loop on any other, for the process to exit.
+//!
 //! Call lifecycle: accept → classify → forward (pooled client) → respond (streamed through the
 //! tap) → record (once, failures included). Errors the gateway answers itself (bad envelope,
 //! body too large, unknown path, upstream refused or timed out) are shaped for the caller's
@@ -23,6 +26,7 @@
 //! Not here: what the messages mean (`sszgate-engine`), what is recorded and where
 //! (`sszgate-record`).
 
+mod accept;
 mod bridge;
 mod classify;
 mod control;
@@ -37,7 +41,7 @@ mod ws;
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
 pub use jwt::JwtSecret;
-pub use proxy::{Limits, ProxyConfig, serve};
+pub use proxy::{DEFAULT_MAX_ANSWER_BYTES, Limits, ProxyConfig, serve};
 pub use sizes::{json_call_limit, rest_body_limit};
 pub use upstream::{Upstream, UpstreamHealth};
 

@@ -42,7 +42,15 @@ pub struct Limits {
     /// answered 431. The HTTP layer itself buffers at most four times this (HTTP/1.1) and
     /// takes an h2 header list of at most four times this.
     pub max_header_bytes: usize,
+    /// Bytes of an EL's answer the gateway reads into memory at most (the bridge, which
+    /// translates whole answers) and decodes to at most (the recorder); relayed answers
+    /// stream through whatever their size.
+    pub max_answer_bytes: usize,
 }
+
+/// The default of [`Limits::max_answer_bytes`]: four times the spec's request cap, past the
+/// largest legal answer (a getBlobsV2 answer for 128 blobs is about 35 MB of JSON).
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 256 << 20;
 
 impl Default for Limits {
     fn default() -> Limits {
@@ -51,6 +59,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(10),
             max_in_flight: 256,
             max_header_bytes: 8 << 10,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }
@@ -98,7 +107,9 @@ fn forwardable(headers: &HeaderMap) -> impl Iterator<Item = (&header::HeaderName
         .filter(|(name, _)| !HOP_BY_HOP.contains(name) && name.as_str() != "keep-alive")
 }
 
-/// Serves the relay on `listener` until `shutdown` resolves.
+/// Serves the relay on `listener` until `shutdown` resolves; an error only when the listener
+/// cannot go on (transient accept errors are backed off from, see [`crate::accept`]), so the
+/// caller can end the process rather than keep it alive with a dead port.
 ///
 /// Shutdown protocol: the listener stops accepting; every open connection is told to finish
 /// (hyper's graceful shutdown: a call in flight completes, an idle keep-alive connection
@@ -118,9 +129,10 @@ pub async fn serve(
             n => n,
         },
     ));
+    let mut acceptor = crate::accept::Acceptor::new(&listener, "engine", recorder.metrics());
     loop {
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => accepted?,
+            accepted = acceptor.accept() => accepted?,
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
@@ -331,6 +343,7 @@ async fn handle(
         ),
         None => (config.max_body, String::new()),
     };
+    capture.request_limit = body_limit;
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)

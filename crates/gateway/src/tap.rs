@@ -31,6 +31,11 @@ pub(crate) struct Tap {
     /// handed out before anything of `inner`.
     first: Option<Frame<Bytes>>,
     frames: Vec<Bytes>,
+    /// Bytes of answer relayed so far.
+    relayed: u64,
+    /// Bytes of answer kept at most: the recorder's queue could hold no more. A longer
+    /// answer is relayed whole and recorded by its size only.
+    keep_limit: u64,
     capture: Option<Capture>,
     timing: Timing,
     recorder: Arc<Recorder>,
@@ -47,6 +52,8 @@ impl Tap {
             inner,
             first: None,
             frames: Vec::new(),
+            relayed: 0,
+            keep_limit: recorder.max_capture_bytes(),
             capture: Some(capture),
             timing,
             recorder,
@@ -65,6 +72,9 @@ impl Tap {
         };
         let now = Instant::now();
         capture.response = std::mem::take(&mut self.frames);
+        if self.relayed > self.keep_limit {
+            capture.response_not_kept = Some(self.relayed);
+        }
         capture.upstream_ttfb_us = Some(
             self.timing
                 .head
@@ -78,6 +88,19 @@ impl Tap {
             capture.error_message = Some(message);
         }
         self.recorder.record(capture);
+    }
+}
+
+impl Tap {
+    /// Keeps a handle of a relayed frame, unless the answer has grown past what the recorder
+    /// could hold: then none of it is kept (its frames are freed as they are relayed).
+    fn keep(&mut self, data: &Bytes) {
+        self.relayed += data.len() as u64;
+        if self.relayed <= self.keep_limit {
+            self.frames.push(data.clone());
+        } else if !self.frames.is_empty() {
+            self.frames = Vec::new();
+        }
     }
 }
 
@@ -97,7 +120,7 @@ impl Body for Tap {
         match polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
-                    this.frames.push(data.clone());
+                    this.keep(data);
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

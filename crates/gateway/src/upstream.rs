@@ -204,7 +204,12 @@ impl Upstream {
             .body(Full::new(Bytes::from_static(body.as_bytes())))
             .ok()?;
         let response = self.send(request).await.ok()?;
-        let bytes = response.into_body().collect().await.ok()?.to_bytes();
+        // A client version is a few hundred bytes; a larger answer is not read past 64 KiB.
+        let bytes = http_body_util::Limited::new(response.into_body(), 64 << 10)
+            .collect()
+            .await
+            .ok()?
+            .to_bytes();
         let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
         let first = value.get("result")?.get(0)?;
         let field = |k: &str| {

@@ -26,7 +26,9 @@ pub mod spool;
 mod verify;
 
 pub use record::{Capture, ErrorSide, Facts, Record, Transport};
-pub use recorder::{Recorder, RecorderStats};
+pub use recorder::{
+    DEFAULT_MAX_DECODED, DEFAULT_QUEUE_BYTES, Recorder, RecorderConfig, RecorderStats,
+};
 pub use sink::{RemoteStats, Sink, SinkOptions, SinkSpec};
 
 /// Errors of the record crate (opening or writing sinks).

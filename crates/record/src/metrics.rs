@@ -2,7 +2,8 @@
 //! gateways in one process, such as tests, do not mix their figures).
 //!
 //! Updated by the recorder's worker from finished records, never on the forward path; only
-//! the dropped-record counter is touched by the gateway, and it is an atomic.
+//! the dropped-record counter and the accept-error counter are touched by the gateway (the
+//! first an atomic, the second only when an accept fails).
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
@@ -43,6 +44,23 @@ pub struct VerifyLabels {
     pub check: String,
 }
 
+/// Labels of the recorder's caught faults.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FaultLabels {
+    /// `read` (a capture becoming records) or `write` (a batch going to a sink).
+    pub stage: String,
+}
+
+/// Labels of the errors a listener's accept loop got and went on from.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AcceptLabels {
+    /// `engine` (the relay's port) or `control` (metrics and status).
+    pub listener: String,
+    /// The error's kind: `fds` (EMFILE, ENFILE), `memory` (ENOBUFS, ENOMEM), `aborted`
+    /// (a connection gone before it was accepted) or `other`.
+    pub kind: String,
+}
+
 /// The metrics of one recorder.
 pub struct Metrics {
     registry: Registry,
@@ -53,6 +71,10 @@ pub struct Metrics {
     request_bytes: Family<CallLabels, Histogram>,
     response_bytes: Family<CallLabels, Histogram>,
     verdicts: Family<VerifyLabels, Counter>,
+    faults: Family<FaultLabels, Counter>,
+    accept_errors: Family<AcceptLabels, Counter>,
+    /// Bytes of body held by the records waiting.
+    pub queue_bytes: Gauge,
     /// Records dropped because the queue was full.
     pub dropped: Counter,
     /// Records waiting in the queue.
@@ -104,6 +126,24 @@ impl Metrics {
             Histogram::new(bytes_buckets())
         });
         let verdicts = Family::<VerifyLabels, Counter>::default();
+        let faults = Family::<FaultLabels, Counter>::default();
+        let accept_errors = Family::<AcceptLabels, Counter>::default();
+        let queue_bytes = Gauge::default();
+        registry.register(
+            "recorder_faults",
+            "Faults (panics) the recorder caught while reading a call or writing a batch; it went on",
+            faults.clone(),
+        );
+        registry.register(
+            "accept_errors",
+            "Errors accepting a connection that the listener backed off from and went on",
+            accept_errors.clone(),
+        );
+        registry.register(
+            "record_queue_bytes",
+            "Bytes of body held by the records waiting to be read (bounded by --queue-bytes)",
+            queue_bytes.clone(),
+        );
         let dropped = Counter::default();
         let queue_depth = Gauge::default();
         let spool_bytes = Gauge::default();
@@ -182,6 +222,9 @@ impl Metrics {
             request_bytes,
             response_bytes,
             verdicts,
+            faults,
+            accept_errors,
+            queue_bytes,
             dropped,
             queue_depth,
             spool_bytes,
@@ -229,6 +272,25 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// Counts one fault the recorder caught at `stage`.
+    pub fn fault(&self, stage: &str) {
+        self.faults
+            .get_or_create(&FaultLabels {
+                stage: stage.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts one error `listener`'s accept loop went on from.
+    pub fn accept_error(&self, listener: &str, kind: &str) {
+        self.accept_errors
+            .get_or_create(&AcceptLabels {
+                listener: listener.to_string(),
+                kind: kind.to_string(),
+            })
+            .inc();
     }
 
     /// The Prometheus text exposition of every metric.

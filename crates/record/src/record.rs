@@ -101,6 +101,20 @@ pub struct Capture {
     pub upstream_request_bytes: Option<u64>,
     /// Bridge: response bytes on the upstream's transport.
     pub upstream_response_bytes: Option<u64>,
+    /// The bound on the request body's decoded size (its resource's or method's body limit),
+    /// when it has a content coding; 0: the recorder's own bound.
+    pub request_limit: usize,
+    /// The answer's size when its frames were not kept: it was larger than the recorder
+    /// holds (`--queue-bytes`), so only its size is recorded.
+    pub response_not_kept: Option<u64>,
+}
+
+impl Capture {
+    /// Bytes of body this capture holds alive (request and kept answer frames): what it
+    /// costs the recorder's queue.
+    pub fn held_bytes(&self) -> u64 {
+        self.request.len() as u64 + self.response.iter().map(|f| f.len() as u64).sum::<u64>()
+    }
 }
 
 /// The Engine API facts of a call, taken from its bodies.
@@ -213,6 +227,10 @@ pub struct Record {
     pub el_client: Option<String>,
     /// The user's labels, as a JSON object.
     pub labels: String,
+    /// What the recorder could not read of the call's bodies, and why (a content coding that
+    /// does not decode or decodes past its bound, an answer too large to hold, a fault while
+    /// reading it); the facts it would have given are left empty.
+    pub capture_note: Option<String>,
     /// The Engine API facts.
     #[serde(flatten)]
     pub facts: Facts,
@@ -222,6 +240,43 @@ pub struct Record {
     /// The response body, truncated likewise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_body: Option<String>,
+}
+
+impl Record {
+    /// The heap and inline bytes this record holds, about: what keeping it costs.
+    pub fn approx_bytes(&self) -> usize {
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let f = &self.facts;
+        std::mem::size_of::<Record>()
+            + self.labels.len()
+            + [
+                &self.method,
+                &self.fork,
+                &self.request_encoding,
+                &self.response_encoding,
+                &self.cl_client,
+                &self.el_client,
+                &self.capture_note,
+                &self.request_body,
+                &self.response_body,
+                &f.rpc_id,
+                &f.error_message,
+                &f.problem_type,
+                &f.block_hash,
+                &f.parent_hash,
+                &f.payload_status,
+                &f.latest_valid_hash,
+                &f.validation_error,
+                &f.payload_id,
+                &f.blobs_missing,
+                &f.verdict,
+                &f.verify_check,
+                &f.verify_detail,
+            ]
+            .into_iter()
+            .map(text)
+            .sum::<usize>()
+    }
 }
 
 /// A body for a record: UTF-8 text as it is, anything else as 0x-hex, cut at `limit` bytes

@@ -179,6 +179,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE calls ADD COLUMN verify_check TEXT;
     ALTER TABLE calls ADD COLUMN verify_detail TEXT;
     ALTER TABLE calls ADD COLUMN verify_us INTEGER;",
+    "ALTER TABLE calls ADD COLUMN capture_note TEXT;",
 ];
 
 impl Sink {
@@ -289,7 +290,7 @@ impl Sink {
                     let mut insert = tx
                         .prepare_cached(
                             "INSERT INTO calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,
-                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50,?51)",
+                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50,?51,?52)",
                         )
                         .map_err(err)?;
                     for r in records {
@@ -346,7 +347,8 @@ impl Sink {
                                 f.verdict,
                                 f.verify_check,
                                 f.verify_detail,
-                                f.verify_us.map(|v| v as i64)
+                                f.verify_us.map(|v| v as i64),
+                                r.capture_note
                             ])
                             .map_err(err)?;
                     }

@@ -35,14 +35,42 @@ pub(crate) fn post(addr: &str, body: &str) -> String {
 /// `sszgate proxy` relaying to `el` with `extra` arguments, once it accepts connections;
 /// the process and its listen address.
 pub(crate) fn start_proxy(el: SocketAddr, extra: &[String]) -> (Child, String) {
+    let proxy = start_proxy_under(&[], el, extra);
+    (proxy.child, proxy.listen)
+}
+
+/// A proxy under test: the process, its Engine API address and its metrics address.
+pub(crate) struct Proxy {
+    pub(crate) child: Child,
+    pub(crate) listen: String,
+    pub(crate) metrics: String,
+}
+
+/// As [`start_proxy`], run under `wrapper` (a command and its arguments that then runs
+/// sszgate, such as `prlimit --nofile=128:128 --`; empty for none).
+pub(crate) fn start_proxy_under(wrapper: &[&str], el: SocketAddr, extra: &[String]) -> Proxy {
     let (listen, metrics) = (
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
+    let sszgate = env!("CARGO_BIN_EXE_sszgate");
+    let mut command = match wrapper {
+        [] => Command::new(sszgate),
+        [program, args @ ..] => {
+            let mut c = Command::new(program);
+            c.args(args).arg(sszgate);
+            c
+        }
+    };
+    let child = command
         .args(["proxy", "--upstream", &format!("http://{el}")])
         .args(["--listen", &listen, "--metrics", &metrics])
-        .args(["--upstream-transport", "relay"])
+        .args(
+            (!extra.iter().any(|a| a == "--upstream-transport"))
+                .then_some(["--upstream-transport", "relay"])
+                .into_iter()
+                .flatten(),
+        )
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -56,7 +84,11 @@ pub(crate) fn start_proxy(el: SocketAddr, extra: &[String]) -> (Child, String) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    (child, listen)
+    Proxy {
+        child,
+        listen,
+        metrics,
+    }
 }
 
 /// Sends SIGTERM to `child`.
@@ -73,4 +105,164 @@ pub(crate) fn terminate(mut child: Child) {
     sigterm(&child);
     let exit = child.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
+}
+
+/// A counting EL on loopback: answers every request with `head` (extra header lines, each
+/// ending in CRLF) and `body`, then closes the connection; counts requests and body bytes.
+pub(crate) struct CountingEl {
+    pub(crate) addr: SocketAddr,
+    pub(crate) requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub(crate) body_bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl CountingEl {
+    /// Starts one answering `body` with the extra header lines `head`.
+    pub(crate) fn start(head: &'static str, body: std::sync::Arc<Vec<u8>>) -> CountingEl {
+        use std::{
+            io::{BufRead, BufReader},
+            sync::atomic::Ordering,
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let el = CountingEl {
+            addr,
+            requests: Default::default(),
+            body_bytes: Default::default(),
+        };
+        let (requests, body_bytes) = (el.requests.clone(), el.body_bytes.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let (requests, body_bytes, body) =
+                    (requests.clone(), body_bytes.clone(), body.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut request = vec![0; length];
+                    if reader.read_exact(&mut request).is_err() {
+                        return;
+                    }
+                    requests.fetch_add(1, Ordering::SeqCst);
+                    body_bytes.fetch_add(length as u64, Ordering::SeqCst);
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{head}connection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes());
+                    let _ = stream.write_all(&body);
+                });
+            }
+        });
+        el
+    }
+
+    /// Requests it has answered.
+    pub(crate) fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// An HTTP/1.1 request on its own connection (`Connection: close`): the status code and the
+/// body of the answer (0 when the connection closed without one).
+pub(crate) fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    // A short connect timeout: a listener whose backlog is full drops the SYN, and the
+    // kernel would only try again a second later; the caller tries again instead.
+    let addr_parsed: SocketAddr = addr.parse().unwrap();
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr_parsed, Duration::from_millis(250))
+    else {
+        return (0, Vec::new());
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    // A server may answer (401, 413) and close before the body is sent: read what it said.
+    let _ = stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body));
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let Some(split) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return (0, Vec::new());
+    };
+    let status = std::str::from_utf8(&answer[..split])
+        .ok()
+        .and_then(|h| h.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, answer[split + 4..].to_vec())
+}
+
+/// `GET /_sszgate/status` of a proxy, as JSON.
+pub(crate) fn status(metrics: &str) -> serde_json::Value {
+    let (code, body) = request(metrics, "GET", "/_sszgate/status", &[], b"");
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// `GET /metrics` of a proxy.
+pub(crate) fn metrics_text(metrics: &str) -> String {
+    let (code, body) = request(metrics, "GET", "/metrics", &[], b"");
+    assert_eq!(code, 200);
+    String::from_utf8(body).unwrap()
+}
+
+/// Waits (at most 30 s) until the proxy has written every record it queued; the counters.
+pub(crate) fn settled(metrics: &str) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        let s = status(metrics);
+        let r = &s["records"];
+        if r["queue_depth"] == 0
+            && r["pending"] == 0
+            && r["recorded"].as_u64() >= r["queued"].as_u64()
+        {
+            return s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "records never settled: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process's resident memory now and at its peak, KiB (`VmRSS`, `VmHWM`).
+pub(crate) fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The file descriptors a process holds open.
+pub(crate) fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }

@@ -9,6 +9,7 @@ use super::{ClickHouseError, Client};
 pub const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../clickhouse/001_calls.sql")),
     (2, include_str!("../../clickhouse/002_xatu.sql")),
+    (3, include_str!("../../clickhouse/003_capture_note.sql")),
 ];
 
 /// Fills one of xatu's tables from one batch of `sszgate_calls` rows: `{table}`, `{columns}`
@@ -94,7 +95,7 @@ mod tests {
             .iter()
             .map(|(_, s)| statements(s).len())
             .collect();
-        assert_eq!(counts, [1, 2]);
+        assert_eq!(counts, [1, 2, 1]);
         for (table, method, columns) in XATU_TABLES {
             let parts = statements(&xatu_fill(table, method, columns));
             assert_eq!(parts.len(), 1);
