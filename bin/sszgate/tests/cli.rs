@@ -167,36 +167,9 @@ fn bad_input_fails_with_a_precise_message() {
     );
 }
 
-/// A one-answer HTTP/1.1 server on loopback (the EL of the proxy test): answers every request
-/// with `body`, then closes the connection.
+/// A loopback EL answering every request with `body` (the EL of the proxy test).
 fn tiny_el(body: &'static str) -> std::net::SocketAddr {
-    use std::io::{BufRead, BufReader, Read};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut request = vec![0; length];
-            let _ = reader.read_exact(&mut request);
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes());
-        }
-    });
-    addr
+    common::CountingEl::start("", std::sync::Arc::new(body.as_bytes().to_vec())).addr
 }
 
 const VALID: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"status":"VALID","latestValidHash":null,"validationError":null}}"#;
