@@ -10,7 +10,9 @@
 //! the invariants and the report. Nothing here fixes what a row finds.
 //!
 //! Invariants (a row fails on any): the proxy process died; a normal authenticated call was
-//! not answered 200 within 1 s after the attack; open fds after > before + 8; peak RSS above
+//! not answered 200 within 1 s after the attack; open fds after > before + 8 (not counting
+//! the idle connections the upstream pool keeps to the EL, which are held to the pool's cap of
+//! 32 instead); peak RSS above
 //! before + 512 MiB; any byte reached the EL for an unauthenticated call to (b); a request
 //! hidden inside another reached the EL as a call of its own.
 
@@ -30,7 +32,7 @@ use sszgate_gateway::JwtSecret;
 use self::{
     bombs::{Coding, Shape},
     http1::Trickle,
-    proxies::{Proxy, RssPeak, fd_count, fds_settled, recovers},
+    proxies::{Fds, Proxy, RssPeak, fds_settled, recovers},
     wire::{Answer, Tally},
 };
 use crate::proxy::{BENCH_SECRET, rss_kib};
@@ -40,8 +42,15 @@ pub use proxies::Target;
 pub const RECOVERY: Duration = Duration::from_secs(1);
 /// Open fds a proxy may hold after an attack beyond those it held before.
 pub const FD_SLACK: u64 = 8;
+/// Idle connections the relay's upstream pool keeps to the EL (`pool_max_idle_per_host` in
+/// the gateway's `upstream.rs`, for 90 s): a burst of concurrent calls leaves up to this many
+/// behind, which is a bound, not a leak; they are counted apart from the fd bound above.
+pub const UPSTREAM_POOL_CAP: u64 = 32;
 /// RSS a proxy may gain during an attack, KiB.
 pub const RSS_SLACK_KIB: u64 = 512 << 10;
+/// RSS past before + this, KiB, gets the proxy killed by the campaign: the row has failed its
+/// RSS bound four times over, and the machine's memory is not the attack's to take.
+const RSS_CEILING_KIB: u64 = 2 << 20;
 /// The longest any one attack may run before it is cut off.
 const ATTACK_LIMIT: Duration = Duration::from_secs(120);
 /// An RSS that has not risen for this long counts as settled.
@@ -153,6 +162,9 @@ struct Attack {
     target: Target,
     /// Sent without a valid JWT to (b): nothing of it may reach the EL.
     unauthenticated: bool,
+    /// Run on a freshly started proxy, so memory an earlier row left behind does not hide
+    /// what this one does.
+    fresh: bool,
     run: Run,
 }
 
@@ -168,6 +180,7 @@ where
         name: name.into(),
         target,
         unauthenticated: false,
+        fresh: false,
         run: Box::new(move |ctx| Box::pin(run(ctx))),
     }
 }
@@ -215,29 +228,22 @@ fn attacks() -> Vec<Attack> {
         let name = coding.name();
         let json =
             |authenticated| move |c| bombs::send(c, coding, Shape::JsonRpc { authenticated });
-        table.push(attack(
-            format!("bomb {name}, JSON-RPC, no JWT"),
-            Relay,
-            json(false),
-        ));
-        table.push(attack(
-            format!("bomb {name}, JSON-RPC, JWT"),
-            Relay,
-            json(true),
-        ));
         let mut refused = attack(
             format!("bomb {name}, JSON-RPC, no JWT"),
             Verify,
             json(false),
         );
         refused.unauthenticated = true;
-        table.push(refused);
         let rest = move |c| bombs::send(c, coding, Shape::RestPayload);
-        table.push(attack(
-            format!("bomb {name}, REST-SSZ payloads, JWT"),
-            Bridge,
-            rest,
-        ));
+        for mut row in [
+            attack(format!("bomb {name}, JSON-RPC, no JWT"), Relay, json(false)),
+            attack(format!("bomb {name}, JSON-RPC, JWT"), Relay, json(true)),
+            refused,
+            attack(format!("bomb {name}, REST-SSZ payloads, JWT"), Bridge, rest),
+        ] {
+            row.fresh = true;
+            table.push(row);
+        }
     }
     table
 }
@@ -263,6 +269,10 @@ pub struct Row {
     pub fds_before: u64,
     /// Open fds afterwards (given up to 2 s to come down).
     pub fds_after: u64,
+    /// Of the fds before, connections to the EL (the upstream pool's).
+    pub el_conns_before: u64,
+    /// Of the fds after, connections to the EL.
+    pub el_conns_after: u64,
     /// Requests that reached the EL during the attack.
     pub el_requests: u64,
     /// Body (and WebSocket message) bytes that reached the EL during the attack.
@@ -273,6 +283,8 @@ pub struct Row {
     pub unauthenticated: bool,
     /// Whether the proxy process was alive after the attack.
     pub alive: bool,
+    /// Whether the campaign killed the proxy because its RSS passed before + 2 GiB.
+    pub stopped_at_ceiling: bool,
     /// How long a normal call took to be answered 200 after the attack (none within 1 s:
     /// `None`), ms.
     pub recovered_ms: Option<u64>,
@@ -284,14 +296,29 @@ impl Row {
     /// The invariants this row breaks.
     fn judge(&self) -> Vec<String> {
         let mut broken = Vec::new();
-        if !self.alive {
+        if self.stopped_at_ceiling {
+            broken.push("killed by the campaign: RSS past before + 2 GiB".to_string());
+        } else if !self.alive {
             broken.push("the proxy process died".to_string());
         }
         if self.recovered_ms.is_none() {
             broken.push(format!("no normal call answered 200 within {RECOVERY:?}"));
         }
-        if self.fds_after > self.fds_before + FD_SLACK {
-            broken.push(format!("fds {} → {}", self.fds_before, self.fds_after));
+        let own = |all: u64, to_el: u64| all.saturating_sub(to_el);
+        let (own_before, own_after) = (
+            own(self.fds_before, self.el_conns_before),
+            own(self.fds_after, self.el_conns_after),
+        );
+        if own_after > own_before + FD_SLACK {
+            broken.push(format!(
+                "fds {own_before} → {own_after} (besides connections to the EL)"
+            ));
+        }
+        if self.el_conns_after > UPSTREAM_POOL_CAP + FD_SLACK {
+            broken.push(format!(
+                "{} connections to the EL kept open",
+                self.el_conns_after
+            ));
         }
         if self.rss_peak_kib > self.rss_before_kib + RSS_SLACK_KIB {
             let grew = (self.rss_peak_kib - self.rss_before_kib) >> 10;
@@ -309,12 +336,13 @@ impl Row {
 
 /// Runs one attack against its proxy and measures it.
 async fn run_row(attack: &Attack, proxy: &mut Proxy, scale: Scale, secret: &JwtSecret) -> Row {
-    if !proxy.alive() {
+    if attack.fresh || !proxy.alive() {
         proxy.restart().await;
     }
-    let pid = proxy.pid();
-    let (rss_before, fds_before, el_before) = (rss_kib(pid).1, fd_count(pid), proxy.el.counts());
-    let peak = RssPeak::start(pid);
+    let (pid, el_port) = (proxy.pid(), proxy.el.addr.port());
+    let (rss_before, fds_before, el_before) =
+        (rss_kib(pid).1, Fds::of(pid, el_port), proxy.el.counts());
+    let peak = RssPeak::start(pid, rss_before + RSS_CEILING_KIB);
     let ctx = Ctx {
         addr: proxy.addr,
         token: secret.token(),
@@ -327,8 +355,10 @@ async fn run_row(attack: &Attack, proxy: &mut Proxy, scale: Scale, secret: &JwtS
         });
     let recovered = recovers(proxy.addr, &secret.token(), RECOVERY).await;
     peak.settle(RSS_QUIET, scale.settle_limit).await;
+    let stopped = peak.killed();
     let rss_peak = peak.stop();
-    let fds_after = fds_settled(pid, fds_before + FD_SLACK, Duration::from_secs(2)).await;
+    let bound = fds_before.own() + FD_SLACK;
+    let fds_after = fds_settled(pid, el_port, bound, Duration::from_secs(2)).await;
     let el = proxy.el.counts() - el_before;
     let mut row = Row {
         attack: attack.name.clone(),
@@ -338,13 +368,16 @@ async fn run_row(attack: &Attack, proxy: &mut Proxy, scale: Scale, secret: &JwtS
         rss_before_kib: rss_before,
         rss_peak_kib: rss_peak,
         rss_after_kib: rss_kib(pid).1,
-        fds_before,
-        fds_after,
+        fds_before: fds_before.all,
+        fds_after: fds_after.all,
+        el_conns_before: fds_before.to_el,
+        el_conns_after: fds_after.to_el,
         el_requests: el.requests,
         el_bytes: el.bytes,
         el_hidden: el.hidden,
         unauthenticated: attack.unauthenticated,
         alive: proxy.alive(),
+        stopped_at_ceiling: stopped,
         recovered_ms: recovered.map(|d| d.as_millis() as u64),
         failures: Vec::new(),
     };
@@ -433,11 +466,11 @@ impl Report {
     pub fn markdown(&self) -> String {
         let mut out = format!(
             "## sszgate bench attack{}\n\nProxies: (a) defaults, (b) `--auth verify`, (c) bridge `--upstream-transport json`, (d) defaults under `prlimit --nofile=128:128`; all with `--header-timeout 2s --body-timeout 2s`. \
-             Invariants: alive; a normal call answered 200 within {RECOVERY:?} after; fds after ≤ before + {FD_SLACK}; peak RSS ≤ before + {} MiB; nothing at the EL from an unauthenticated call to (b); no hidden request at the EL.\n\n",
+             Invariants: alive; a normal call answered 200 within {RECOVERY:?} after; fds after ≤ before + {FD_SLACK}, besides idle upstream connections to the EL (at most the pool's {UPSTREAM_POOL_CAP} + {FD_SLACK}); peak RSS ≤ before + {} MiB; nothing at the EL from an unauthenticated call to (b); no hidden request at the EL.\n\n",
             if self.short { " (short)" } else { "" },
             RSS_SLACK_KIB >> 10
         );
-        out.push_str("| # | attack | proxy | sent | answered | RSS MiB before / peak / after | fds before → after | at the EL | normal call after | verdict |\n");
+        out.push_str("| # | attack | proxy | sent | answered | RSS MiB before / peak / after | fds before → after (to the EL) | at the EL | normal call after | verdict |\n");
         out.push_str("|---:|---|---|---|---|---|---|---|---|---|\n");
         for (i, row) in self.rows.iter().enumerate() {
             out.push_str(&row_markdown(i + 1, row));
@@ -482,7 +515,7 @@ fn row_markdown(number: usize, row: &Row) -> String {
         format!("**FAIL**: {}", row.failures.join("; "))
     };
     format!(
-        "| {number} | {} | {} | {} | {} | {} / {} / {} | {} → {} | {el} | {recovered} | {} |\n",
+        "| {number} | {} | {} | {} | {} | {} / {} / {} | {} → {} ({} → {}) | {el} | {recovered} | {} |\n",
         cell(&row.attack),
         row.target.label(),
         cell(&row.sent),
@@ -492,6 +525,8 @@ fn row_markdown(number: usize, row: &Row) -> String {
         mib(row.rss_after_kib),
         row.fds_before,
         row.fds_after,
+        row.el_conns_before,
+        row.el_conns_after,
         cell(&verdict)
     )
 }

@@ -186,7 +186,7 @@ fn drain(mut reader: OwnedReadHalf, limit: Duration) -> JoinHandle<Seen> {
 async fn open(ctx: &Ctx) -> Result<(tokio::net::tcp::OwnedWriteHalf, JoinHandle<Seen>), Outcome> {
     let stream = TcpStream::connect(ctx.addr)
         .await
-        .map_err(|e| Outcome::failed_to_connect(e))?;
+        .map_err(Outcome::failed_to_connect)?;
     let (reader, mut writer) = stream.into_split();
     let seen = drain(reader, ctx.scale.h2_wait);
     let _ = writer.write_all(&opening()).await;

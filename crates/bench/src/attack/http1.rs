@@ -182,13 +182,17 @@ async fn trickle(ctx: Ctx, fast: Vec<u8>, slow: Vec<u8>) -> (Answer, usize) {
     }
     let answer = reading.await.unwrap_or_else(|_| Answer {
         statuses: Vec::new(),
+        rpc_error: None,
         end: super::wire::End::Open,
     });
     (answer, sent)
 }
 
+/// Builds the bytes of one malformed request.
+pub(crate) type Build = fn(&Ctx) -> Vec<u8>;
+
 /// The malformed requests, by name: each is sent on a connection of its own.
-pub(crate) const MALFORMED: [(&str, fn(&Ctx) -> Vec<u8>); 12] = [
+pub(crate) const MALFORMED: [(&str, Build); 12] = [
     ("chunk size `zz`", |c| chunked(c, "zz\r\nab\r\n0\r\n\r\n")),
     ("chunk size 2^64", |c| {
         chunked(c, "10000000000000000\r\nab\r\n0\r\n\r\n")
@@ -216,7 +220,7 @@ pub(crate) const MALFORMED: [(&str, fn(&Ctx) -> Vec<u8>); 12] = [
 ];
 
 /// Sends one malformed request and reports the answer.
-pub(crate) async fn malformed(ctx: Ctx, build: fn(&Ctx) -> Vec<u8>) -> Outcome {
+pub(crate) async fn malformed(ctx: Ctx, build: Build) -> Outcome {
     let bytes = build(&ctx);
     let sent = format!("{}, 1 conn", size(bytes.len() as u64));
     Outcome::new(sent, exchange(ctx.addr, bytes, ctx.scale.answer_wait).await)

@@ -147,29 +147,72 @@ pub(crate) fn fd_count(pid: u32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }
 
+/// Open TCP connections of `pid` to the EL at `el_port`: the upstream pool's, which it keeps
+/// idle (up to its cap, 32, for 90 s) after a burst of calls; counted apart from the rest.
+pub(crate) fn el_connections(pid: u32, el_port: u16) -> u64 {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    let port = format!(":{el_port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.get(2).is_some_and(|remote| remote.ends_with(&port))
+                && fields.get(9).is_some_and(|inode| inodes.contains(*inode))
+        })
+        .count() as u64
+}
+
 /// The highest VmRSS seen by a background task sampling every 20 ms, and when it last rose.
+/// Past a ceiling the sampler kills the process (a child of the campaign), so a bomb that has
+/// already broken the RSS bound cannot take the machine's memory with it.
 pub(crate) struct RssPeak {
     peak: Arc<AtomicU64>,
     rose_at_ms: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    killed: Arc<AtomicBool>,
     started: Instant,
 }
 
 impl RssPeak {
-    /// Starts sampling `pid`.
-    pub(crate) fn start(pid: u32) -> RssPeak {
+    /// Starts sampling `pid`, killing it when its VmRSS passes `ceiling_kib`.
+    pub(crate) fn start(pid: u32, ceiling_kib: u64) -> RssPeak {
         let peak = Arc::new(AtomicU64::new(rss_kib(pid).1));
-        let (rose_at_ms, stop) = (
+        let (rose_at_ms, stop, killed) = (
             Arc::new(AtomicU64::new(0)),
+            Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
         );
         let started = Instant::now();
-        let (p, r, s) = (peak.clone(), rose_at_ms.clone(), stop.clone());
+        let (p, r, s, k) = (
+            peak.clone(),
+            rose_at_ms.clone(),
+            stop.clone(),
+            killed.clone(),
+        );
         tokio::spawn(async move {
             while !s.load(Ordering::SeqCst) {
                 let now = rss_kib(pid).1;
                 if now > p.fetch_max(now, Ordering::SeqCst) {
                     r.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+                }
+                if now > ceiling_kib && !k.swap(true, Ordering::SeqCst) {
+                    // SAFETY: kill(2) on the pid of a child this campaign started and has not
+                    // reaped (the caller holds its `Child`), so the pid is still that child's.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                 }
                 sleep(SAMPLE_EVERY).await;
             }
@@ -178,8 +221,14 @@ impl RssPeak {
             peak,
             rose_at_ms,
             stop,
+            killed,
             started,
         }
+    }
+
+    /// Whether the sampler killed the process at its ceiling.
+    pub(crate) fn killed(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
     }
 
     /// Waits until the RSS has not risen for `quiet` (work the attack left behind, such as a
@@ -202,12 +251,35 @@ impl RssPeak {
     }
 }
 
-/// Waits (at most `limit`) for the fd count to come down to `bound`; the count then.
-pub(crate) async fn fds_settled(pid: u32, bound: u64, limit: Duration) -> u64 {
+/// Open fds and, of them, connections to the EL.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Fds {
+    pub(crate) all: u64,
+    pub(crate) to_el: u64,
+}
+
+impl Fds {
+    /// Those of `pid` now.
+    pub(crate) fn of(pid: u32, el_port: u16) -> Fds {
+        Fds {
+            all: fd_count(pid),
+            to_el: el_connections(pid, el_port),
+        }
+    }
+
+    /// The fds other than the upstream pool's connections.
+    pub(crate) fn own(self) -> u64 {
+        self.all.saturating_sub(self.to_el)
+    }
+}
+
+/// Waits (at most `limit`) until the fds other than connections to the EL come down to
+/// `bound`; the fds then.
+pub(crate) async fn fds_settled(pid: u32, el_port: u16, bound: u64, limit: Duration) -> Fds {
     let deadline = Instant::now() + limit;
     loop {
-        let now = fd_count(pid);
-        if now <= bound || Instant::now() >= deadline {
+        let now = Fds::of(pid, el_port);
+        if now.own() <= bound || Instant::now() >= deadline {
             return now;
         }
         sleep(Duration::from_millis(50)).await;

@@ -32,6 +32,8 @@ pub(crate) enum End {
 pub(crate) struct Answer {
     /// The status lines seen, in order (`HTTP/1.1 400 Bad Request`).
     pub(crate) statuses: Vec<String>,
+    /// The first JSON-RPC error code in the answers, if any (errors travel in a 200).
+    pub(crate) rpc_error: Option<String>,
     /// How the connection ended.
     pub(crate) end: End,
 }
@@ -40,6 +42,9 @@ impl fmt::Display for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for status in &self.statuses {
             write!(f, "{status}, ")?;
+        }
+        if let Some(code) = &self.rpc_error {
+            write!(f, "JSON-RPC error {code}, ")?;
         }
         match &self.end {
             End::Closed => write!(f, "closed"),
@@ -55,6 +60,7 @@ impl Answer {
     pub(crate) fn refused(error: std::io::Error) -> Answer {
         Answer {
             statuses: Vec::new(),
+            rpc_error: None,
             end: End::Refused(error.kind().to_string()),
         }
     }
@@ -102,8 +108,21 @@ pub(crate) async fn read_answer(reader: &mut OwnedReadHalf, limit: Duration) -> 
     };
     Answer {
         statuses: status_lines(&kept),
+        rpc_error: rpc_error_code(&kept),
         end,
     }
+}
+
+/// The number after the first `"code":` in what was read.
+fn rpc_error_code(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let rest = &text[text.find("\"code\":")? + 7..];
+    let code: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| *c == '-' || c.is_ascii_digit())
+        .collect();
+    (!code.is_empty()).then_some(code)
 }
 
 /// The HTTP/1 status lines in what was read: the first line, and any line after a blank one
