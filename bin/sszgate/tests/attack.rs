@@ -30,7 +30,9 @@ fn field(row: &Value, name: &str) -> u64 {
 /// The invariants one row broke, in words.
 fn broken(row: &Value) -> Vec<String> {
     let mut broken = Vec::new();
-    if row["alive"] != true {
+    if row["stopped_at_ceiling"] == true {
+        broken.push("killed by the campaign: RSS past before + 2 GiB".to_string());
+    } else if row["alive"] != true {
         broken.push("the proxy died".to_string());
     }
     match row["recovered_ms"].as_u64() {
