@@ -1,5 +1,6 @@
-//! `sszgate bench`: the proxy benchmark (it needs processes and sockets), and the codec and
-//! compression studies on real data, each with one command, writing Markdown, CSV and charts.
+//! `sszgate bench`: the proxy benchmark, the soak and the attack campaign (they need processes
+//! and sockets), and the codec and compression studies on real data, each with one command,
+//! writing Markdown, CSV and charts.
 //! (The micro-benchmarks against alloy's own codecs are `cargo bench -p sszgate-bench`.)
 
 use std::path::PathBuf;
@@ -29,6 +30,59 @@ enum BenchCommand {
     /// records in SQLite against the calls made. Exits 1 when a record was lost, a call
     /// failed or a proxy did not stop cleanly.
     Soak(SoakArgs),
+    /// The adversarial campaign: decompression bombs, connection floods, slowloris, malformed
+    /// HTTP/1.1, h2c and WebSocket abuse against `sszgate proxy` children; a row per attack.
+    /// Exits 1 naming the rows that broke an invariant (the proxy died, a normal call was not
+    /// answered within 1 s after, fds or RSS grew past their bounds, an unauthenticated or a
+    /// hidden call reached the EL).
+    Attack(AttackArgs),
+}
+
+#[derive(Debug, Args)]
+struct AttackArgs {
+    /// The CI-sized run: smaller bombs (1 GiB) and floods, every attack kind still present.
+    #[arg(long)]
+    short: bool,
+    /// Also write the Markdown report to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write the rows as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn attack(args: AttackArgs) -> Result<()> {
+    let options = sszgate_bench::attack::Options {
+        sszgate: std::env::current_exe().context("finding the sszgate executable")?,
+        short: args.short,
+    };
+    let runtime = crate::runtime()?;
+    let report = runtime.block_on(sszgate_bench::attack::run(&options));
+    print_report(&report.markdown(), args.out.as_deref())?;
+    if let Some(path) = args.json {
+        let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let failed: Vec<String> = report
+        .failed()
+        .iter()
+        .map(|(i, row)| {
+            format!(
+                "row {i} ({}, {}): {}",
+                row.attack,
+                row.target.label(),
+                row.failures.join("; ")
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} rows broke an invariant:\n{}",
+            failed.len(),
+            failed.join("\n")
+        );
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +220,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Codec(args) => return study(Study::Codec, args),
         BenchCommand::Compress(args) => return study(Study::Compress, args),
         BenchCommand::Soak(args) => return soak(args),
+        BenchCommand::Attack(args) => return attack(args),
     };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,

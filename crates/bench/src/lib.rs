@@ -10,9 +10,12 @@
 //!   and the bridge for a set time; memory over time, latency, errors, records lost.
 //! - [`compress`]: the compression study (`sszgate bench compress`): five codecs, real data.
 //! - [`report`]: their Markdown tables, CSV and SVG charts.
+//! - [`attack`]: the adversarial campaign (`sszgate bench attack`): bombs, floods, slowloris,
+//!   malformed HTTP/1.1, h2c and WebSocket abuse against proxy processes, judged per row.
 //!
 //! The codec benchmark is `benches/codec.rs`. Messages come from `sszgate-fixtures`.
 
+pub mod attack;
 pub mod codec;
 pub mod compress;
 pub mod harness;

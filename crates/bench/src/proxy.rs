@@ -310,11 +310,31 @@ pub(crate) fn start_proxy(
     dir: &Path,
     extra: &[String],
 ) -> (ProxyChild, SocketAddr, SocketAddr) {
+    start_proxy_wrapped(&[], sszgate, upstream, dir, extra)
+}
+
+/// [`start_proxy`] through a wrapper command that execs it (e.g. `prlimit --nofile=128:128`),
+/// so the child's pid is still the proxy's.
+pub(crate) fn start_proxy_wrapped(
+    wrapper: &[&str],
+    sszgate: &Path,
+    upstream: SocketAddr,
+    dir: &Path,
+    extra: &[String],
+) -> (ProxyChild, SocketAddr, SocketAddr) {
     let (listen, metrics) = (
         SocketAddr::from(([127, 0, 0, 1], free_port())),
         SocketAddr::from(([127, 0, 0, 1], free_port())),
     );
-    let child = Command::new(sszgate)
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(sszgate);
+            command
+        }
+        None => Command::new(sszgate),
+    };
+    let child = command
         .args([
             "proxy",
             "--upstream",
