@@ -2,8 +2,7 @@
 //! and the method table, for people debugging a capture or writing a client.
 
 use std::{
-    fs,
-    io::{self, IsTerminal, Read, Write},
+    io::{self, IsTerminal, Write},
     path::PathBuf,
 };
 
@@ -141,18 +140,7 @@ pub(crate) fn guess_form(input: &[u8]) -> Form {
 }
 
 pub(crate) fn run(args: ConvertArgs) -> Result<()> {
-    let input = match &args.file {
-        Some(path) if path.as_os_str() != "-" => {
-            fs::read(path).with_context(|| format!("reading {}", path.display()))?
-        }
-        _ => {
-            let mut buf = Vec::new();
-            io::stdin()
-                .read_to_end(&mut buf)
-                .context("reading standard input")?;
-            buf
-        }
-    };
+    let input = crate::input::read(args.file.as_deref())?;
     let fork = match &args.fork {
         Some(name) => name.parse::<Fork>()?,
         None if args.message.starts_with("engine_") => {

@@ -8,6 +8,7 @@ mod bench;
 mod convert;
 mod devnet;
 mod drive;
+mod input;
 mod proxy;
 mod report;
 mod verify;

@@ -1,7 +1,7 @@
 //! `sszgate verify`: the proxy's checks on saved messages — a newPayload request, a getPayload
 //! answer, a getBlobs answer — in JSON-RPC or REST-SSZ form, one verdict per file.
 
-use std::{fs, path::PathBuf};
+use std::path::PathBuf;
 
 use alloy_primitives::B256;
 use anyhow::{Context, Result, bail};
@@ -77,7 +77,7 @@ pub(crate) fn run(args: VerifyArgs) -> Result<()> {
 
 /// Decodes `file` and runs the checks that apply: what passed, or the failure.
 fn verify_file(args: &VerifyArgs, file: &PathBuf) -> Result<std::result::Result<String, Failure>> {
-    let input = fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let input = crate::input::read(Some(file))?;
     let form = guess_form(&input);
     // A whole JSON-RPC request names its method; its params are the message.
     let envelope = (form == Form::Json)

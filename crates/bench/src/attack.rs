@@ -27,10 +27,11 @@ mod ws;
 use std::{future::Future, path::PathBuf, pin::Pin, time::Duration};
 
 use serde::Serialize;
+use sszgate_engine::coding::Coding;
 use sszgate_gateway::JwtSecret;
 
 use self::{
-    bombs::{Coding, Shape},
+    bombs::Shape,
     http1::Trickle,
     proxies::{Fds, Proxy, RssPeak, fds_settled, recovers},
     wire::{Answer, Tally},

@@ -60,6 +60,9 @@ pub struct Reply {
     pub elapsed: Duration,
 }
 
+/// The most bytes of one answer read: the gateway's bound on an EL's answer.
+const MAX_ANSWER_BYTES: usize = sszgate_gateway::DEFAULT_MAX_ANSWER_BYTES;
+
 /// The value sent as `X-Engine-Client-Version`, so a proxy can name the CL side.
 pub const CLIENT_VERSION: &str = concat!("SG-sszgate-drive-", env!("CARGO_PKG_VERSION"));
 
@@ -216,7 +219,12 @@ impl EngineClient {
             let response = self.http.request(request).await?;
             let status = response.status().as_u16();
             let first_byte = started.elapsed();
-            let body = response.into_body().collect().await?.to_bytes();
+            // The largest legal answer is tens of MB; an EL sending more is cut off, not
+            // buffered (the gateway's bound on answers).
+            let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+                .collect()
+                .await?
+                .to_bytes();
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, first_byte, body))
         })
         .await;

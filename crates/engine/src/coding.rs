@@ -59,6 +59,9 @@ pub enum CodingError {
 }
 
 impl Coding {
+    /// Every coding.
+    pub const ALL: [Coding; 4] = [Coding::Gzip, Coding::Deflate, Coding::Zstd, Coding::Snappy];
+
     /// The coding a header item names; `Ok(None)` for `identity`.
     pub fn parse(name: &str) -> Result<Option<Coding>, CodingError> {
         match name.trim().to_ascii_lowercase().as_str() {
@@ -186,8 +189,6 @@ pub fn decode<'a>(
 mod tests {
     use super::*;
 
-    const ALL: [Coding; 4] = [Coding::Gzip, Coding::Deflate, Coding::Zstd, Coding::Snappy];
-
     /// `n` zeros in `coding`, encoded as a stream so the zeros are never held whole.
     fn zeros(coding: Coding, n: usize) -> Vec<u8> {
         let chunk = vec![0u8; 1 << 20];
@@ -227,7 +228,7 @@ mod tests {
     #[test]
     fn every_coding_round_trips_within_its_bound() {
         let body: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
-        for coding in ALL {
+        for coding in Coding::ALL {
             let encoded = coding.encode(&body).unwrap();
             assert_eq!(
                 coding.decode(&encoded, body.len()).unwrap(),
@@ -245,7 +246,7 @@ mod tests {
     #[test]
     fn a_bomb_stops_one_byte_past_the_bound() {
         // 64 MiB of zeros (16 MiB for snappy, whose ratio is about 20:1) against a 1 MiB bound.
-        for coding in ALL {
+        for coding in Coding::ALL {
             let n = if coding == Coding::Snappy {
                 16 << 20
             } else {
@@ -297,7 +298,7 @@ mod tests {
             decode(b"abc", Some("br"), 10).unwrap_err(),
             CodingError::Unsupported("br".into())
         );
-        for coding in ALL {
+        for coding in Coding::ALL {
             let err = coding
                 .decode(b"not a compressed body at all", 1 << 20)
                 .unwrap_err();

@@ -113,8 +113,9 @@ fn forwardable(headers: &HeaderMap) -> impl Iterator<Item = (&header::HeaderName
 ///
 /// Shutdown protocol: the listener stops accepting; every open connection is told to finish
 /// (hyper's graceful shutdown: a call in flight completes, an idle keep-alive connection
-/// closes at once); we wait for them, at most 30 s. Records of the calls that finished are in
-/// the recorder's queue, which its owner drains afterwards.
+/// closes at once); we wait for them and for their tasks (which may still record), at most
+/// 30 s. Records of the calls that finished are in the recorder's queue, which its owner
+/// drains afterwards.
 pub async fn serve(
     listener: TcpListener,
     config: Arc<ProxyConfig>,
@@ -129,6 +130,9 @@ pub async fn serve(
             n => n,
         },
     ));
+    // Every connection task holds a sender; when all are dropped, every task has ended,
+    // including what it records after its connection closes (a head refused by hyper).
+    let (alive, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
     let mut acceptor = crate::accept::Acceptor::new(&listener, "engine", recorder.metrics());
     loop {
         let (stream, peer) = tokio::select! {
@@ -177,7 +181,9 @@ pub async fn serve(
             .into_owned();
         let connection = graceful.watch(connection);
         let recorder = connection_recorder;
+        let alive = alive.clone();
         tokio::spawn(async move {
+            let _alive = alive;
             if let Err(e) = connection.await {
                 if e.downcast_ref::<hyper::Error>()
                     .is_some_and(hyper::Error::is_parse_too_large)
@@ -188,7 +194,12 @@ pub async fn serve(
             }
         });
     }
-    let _ = tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await;
+    drop(alive);
+    let drained = async {
+        graceful.shutdown().await;
+        all_ended.recv().await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(30), drained).await;
     Ok(())
 }
 
