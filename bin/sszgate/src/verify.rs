@@ -76,7 +76,10 @@ pub(crate) fn run(args: VerifyArgs) -> Result<()> {
 }
 
 /// Decodes `file` and runs the checks that apply: what passed, or the failure.
-fn verify_file(args: &VerifyArgs, file: &PathBuf) -> Result<std::result::Result<String, Failure>> {
+fn verify_file(
+    args: &VerifyArgs,
+    file: &std::path::Path,
+) -> Result<std::result::Result<String, Failure>> {
     let input = crate::input::read(Some(file))?;
     let form = guess_form(&input);
     // A whole JSON-RPC request names its method; its params are the message.
