@@ -50,7 +50,10 @@ fn peak_growth_mib<T>(proxy: &Proxy, f: impl FnOnce() -> T) -> (u64, T) {
     let (rss, _) = rss_kib(proxy.child.id());
     let out = f();
     let (_, peak) = rss_kib(proxy.child.id());
-    (peak.saturating_sub(rss) >> 10, out)
+    let growth = peak.saturating_sub(rss) >> 10;
+    // The figure, for docs/reliability.md (`cargo test --test hostile -- --nocapture`).
+    eprintln!("peak grew {growth} MiB");
+    (growth, out)
 }
 
 fn records(db: &std::path::Path, sql: &str) -> Vec<(String, Option<String>)> {
@@ -111,7 +114,7 @@ fn request_bombs_are_decoded_only_to_the_bound_and_the_relay_keeps_serving() {
                 "{coding:?}: {}",
                 String::from_utf8_lossy(&answer)
             );
-            // Decoding grows its buffer by doubling: at most twice the bound, plus slack.
+            // The body (at most the bound) and what the recorder decodes it to (at most the bound).
             assert!(
                 growth <= 2 * bound_mib + 16,
                 "{coding:?}: peak grew {growth} MiB"
@@ -184,7 +187,8 @@ fn unauthenticated_bombs_never_reach_the_el_under_auth_verify() {
             request(&proxy.listen, "POST", "/", &headers, &body)
         });
         assert_eq!(status, 401, "{coding:?}");
-        assert!(growth <= 2000, "{coding:?}: peak grew {growth} MiB");
+        // Refused from its head: nothing of the body is held.
+        assert!(growth <= 16, "{coding:?}: peak grew {growth} MiB");
     }
     assert_eq!(el.requests(), requests);
     assert_eq!(
@@ -220,7 +224,12 @@ fn answer_bombs_are_bounded_in_the_recorder_and_the_bridge() {
         );
         let (growth, status) = peak_growth_mib(&relay, || normal_call(&relay.listen));
         assert_eq!(status, 200, "{coding:?}: relayed as it came");
-        assert!(growth <= 2000, "{coding:?}: relay peak grew {growth} MiB");
+        // The relay streams the answer through; the recorder holds it (it is under the
+        // queue's budget) and decodes it to at most the bound.
+        assert!(
+            growth <= 2 * bound_mib + 16,
+            "{coding:?}: relay peak grew {growth} MiB"
+        );
         settled(&relay.metrics);
         let noted = records(&db, "SELECT response_encoding, capture_note FROM calls");
         assert_eq!(noted.len(), 1);
@@ -272,7 +281,12 @@ fn answer_bombs_are_bounded_in_the_recorder_and_the_bridge() {
             body.contains(&format!("decodes to more than {} bytes", bound_mib << 20)),
             "{coding:?}: {body}"
         );
-        assert!(growth <= 2000, "{coding:?}: bridge peak grew {growth} MiB");
+        // The bridge holds the coded answer (at most the bound, copied once into one buffer
+        // as it is collected) and what it decodes to (at most the bound).
+        assert!(
+            growth <= 3 * bound_mib + 16,
+            "{coding:?}: bridge peak grew {growth} MiB"
+        );
         terminate(bridge.child);
     }
 }

@@ -409,7 +409,9 @@ async fn handle(
     let body = match read {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
-            let (problem, message) = if e
+            // Over the limit: 413. Anything else is broken HTTP framing (a bad chunk size, a
+            // body cut short): 400 in either transport, not a JSON-RPC error in a 200.
+            let (problem, message, status) = if e
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
@@ -417,21 +419,24 @@ async fn handle(
                 (
                     Problem::RequestTooLarge,
                     format!("request body over the limit of {body_limit} bytes{limit_of}"),
+                    None,
                 )
             } else {
                 (
                     Problem::InvalidRequest,
                     format!("reading the request body failed: {e}"),
+                    Some(StatusCode::BAD_REQUEST),
                 )
             };
             let refusal = classify::refuse(problem, message);
-            return Ok(refuse(
+            return Ok(refuse_with_status(
                 refusal,
                 json_rpc_path,
                 capture,
                 arrived,
                 &recorder,
                 ErrorSide::Cl,
+                status,
             ));
         }
     };

@@ -49,13 +49,29 @@ pub(crate) async fn open_and_close(ctx: Ctx) -> Outcome {
     Outcome::with_tally(format!("{n} conns, 0 B"), tally)
 }
 
+/// How long one flood connection may take to be accepted by the kernel: past the listener's
+/// backlog the SYN is dropped and a blocking connect would wait out the kernel's retries.
+const CONNECT_WAIT: Duration = Duration::from_secs(1);
+
+/// Opens `n` connections at once (each attempt in flight together, each bounded by
+/// [`CONNECT_WAIT`]); those that did not connect are tallied by why.
 async fn connect_all(ctx: &Ctx, n: usize) -> (Vec<TcpStream>, Tally) {
-    let attempts: Vec<_> = (0..n).map(|_| TcpStream::connect(ctx.addr)).collect();
+    let attempts: Vec<_> = (0..n)
+        .map(|_| {
+            tokio::spawn(tokio::time::timeout(
+                CONNECT_WAIT,
+                TcpStream::connect(ctx.addr),
+            ))
+        })
+        .collect();
     let (mut streams, mut tally) = (Vec::with_capacity(n), Tally::default());
     for attempt in attempts {
         match attempt.await {
-            Ok(stream) => streams.push(stream),
-            Err(e) => tally.add(Answer::refused(e)),
+            Ok(Ok(Ok(stream))) => streams.push(stream),
+            Ok(Ok(Err(e))) => tally.add(Answer::refused(e)),
+            Ok(Err(_)) | Err(_) => tally.add(Answer::refused(std::io::Error::from(
+                std::io::ErrorKind::TimedOut,
+            ))),
         }
     }
     (streams, tally)

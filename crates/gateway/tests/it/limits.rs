@@ -474,3 +474,32 @@ async fn heads_over_the_header_limit_get_a_431_and_a_record() {
         "{rest:?}"
     );
 }
+
+/// Broken HTTP framing in a body (a chunk size that is not hex, or past 2^64) is answered
+/// 400 in the caller's shape, recorded, and never reaches the EL.
+#[tokio::test]
+async fn a_body_with_broken_framing_gets_a_400_and_never_reaches_the_el() {
+    let el = FakeEl::start(|_| Answer::ok("application/json", ANSWER)).await;
+    with_limits(sszgate_gateway::Limits::default());
+    let proxy = Proxy::start(&el.url()).await;
+    let addr = proxy.url().trim_start_matches("http://").to_string();
+    for size in ["zz", "10000000000000000"] {
+        let mut stream = TcpStream::connect(&addr).await.unwrap();
+        let request = format!(
+            "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{size}\r\n{CALL}\r\n0\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let answer = read_to_close(&mut stream).await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{size}: {answer}");
+        assert!(
+            answer.contains("reading the request body failed"),
+            "{size}: {answer}"
+        );
+    }
+    let (code, _, _) = send(post_json(&proxy.url(), CALL), false).await;
+    assert_eq!(code, 200);
+    assert_eq!(el.seen().len(), 1);
+    let (db, _dir) = proxy.finish().await;
+    let statuses: Vec<i64> = rows(&db).iter().map(|r| r.0).collect();
+    assert_eq!(statuses, [400, 400, 200]);
+}
