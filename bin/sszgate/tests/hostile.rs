@@ -210,7 +210,9 @@ fn answer_bombs_are_bounded_in_the_recorder_and_the_bridge() {
         let db = dir.path().join("calls.db");
         let header: &'static str =
             Box::leak(format!("content-encoding: {}\r\n", coding.name()).into_boxed_str());
-        let el = CountingEl::start(header, Arc::new(bomb_body(coding)));
+        let answer = bomb_body(coding);
+        let answer_mib = answer.len() as u64 >> 20;
+        let el = CountingEl::start(header, Arc::new(answer));
         let bound_mib = 16;
         let answer_bound = ["--max-answer".to_string(), (bound_mib << 20).to_string()];
         let relay = start_proxy_under(
@@ -225,9 +227,11 @@ fn answer_bombs_are_bounded_in_the_recorder_and_the_bridge() {
         let (growth, status) = peak_growth_mib(&relay, || normal_call(&relay.listen));
         assert_eq!(status, 200, "{coding:?}: relayed as it came");
         // The relay streams the answer through; the recorder holds it (it is under the
-        // queue's budget) and decodes it to at most the bound.
+        // queue's budget), joins its frames once, and decodes it to at most the bound. The
+        // slack covers the allocator's arenas on a loaded machine (66 MiB was seen for the
+        // 12 MiB snappy answer with a CPU hog beside the test).
         assert!(
-            growth <= 2 * bound_mib + 16,
+            growth <= 2 * answer_mib + 2 * bound_mib + 32,
             "{coding:?}: relay peak grew {growth} MiB"
         );
         settled(&relay.metrics);

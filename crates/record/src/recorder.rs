@@ -526,6 +526,13 @@ impl Worker {
     /// and the call recorded with what the gateway knew of it.
     fn records_guarded(&mut self, capture: Capture, out: &mut Vec<Record>) {
         let before = out.len();
+        // What the gateway knew, kept aside without the bodies (cheap: no body is copied).
+        let (request_bytes, answer_len) = (
+            capture.request.len() as u64,
+            capture
+                .response_not_kept
+                .unwrap_or_else(|| capture.response.iter().map(|f| f.len() as u64).sum()),
+        );
         let bare = Capture {
             request: Bytes::new(),
             response: Vec::new(),
@@ -536,7 +543,7 @@ impl Worker {
             out.truncate(before);
             let why = panic_message(&*panic);
             self.fault("read", &call_identity(&bare), &why);
-            let mut record = self.base_record(&bare, &bare.request, 0);
+            let mut record = self.base_record(&bare, request_bytes, answer_len);
             record.capture_note = Some(format!("recorder fault while reading this call: {why}"));
             self.push(record, out);
         }
@@ -754,7 +761,7 @@ impl Worker {
                 };
                 verify_call(verifier, &shape, req, resp, &frames, &mut facts);
             }
-            let mut record = self.base_record(&c, &c.request, answer_len);
+            let mut record = self.base_record(&c, c.request.len() as u64, answer_len);
             if facts.error_message.is_none() {
                 facts.error_message = c.error_message.clone();
             }
@@ -819,9 +826,9 @@ impl Worker {
         (joined, Digits::Present)
     }
 
-    /// A record of `c` with what the gateway knew: no facts, the request as it came and
-    /// `answer_len` bytes of answer; [`Worker::records`] fills in the rest per call.
-    fn base_record(&self, c: &Capture, request: &Bytes, answer_len: u64) -> Record {
+    /// A record of `c` with what the gateway knew: no facts, `request_bytes` of request and
+    /// `answer_len` of answer as they came; [`Worker::records`] fills in the rest per call.
+    fn base_record(&self, c: &Capture, request_bytes: u64, answer_len: u64) -> Record {
         let upstream = c.upstream_ttlb_us;
         Record {
             seq: 0,
@@ -834,7 +841,7 @@ impl Worker {
             fork: c.fork.clone(),
             status: c.status,
             error_side: c.error_side.map(|s| s.name()),
-            request_bytes: request.len() as u64,
+            request_bytes,
             response_bytes: answer_len,
             request_decoded_bytes: None,
             response_decoded_bytes: None,
@@ -1331,6 +1338,20 @@ mod fault_tests {
         assert_eq!(
             rows[1].2.as_deref(),
             Some("recorder fault while reading this call: injected fault reading /boom")
+        );
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let sizes: (i64, i64) = conn
+            .query_row(
+                "SELECT request_bytes, response_bytes FROM calls WHERE capture_note IS NOT NULL",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let c = call("/boom");
+        assert_eq!(
+            sizes,
+            (c.request.len() as i64, c.response[0].len() as i64),
+            "its sizes as they came"
         );
         assert_eq!(w.counters.faults.load(Ordering::Relaxed), 1);
         assert!(
