@@ -19,10 +19,11 @@ use sszgate_drive::{
 use sszgate_engine::Fork;
 use sszgate_record::{Recorder, Sink, SinkSpec};
 
-use crate::proxy::{jwt, parse_label};
+use crate::flags::{self, DataArg, ForkParser, JwtSecretArg, LabelsArg};
 
 /// Arguments of `sszgate drive`.
 #[derive(Debug, Args)]
+#[command(mut_arg("jwt_secret", |arg| arg.required_unless_present("devnet")))]
 pub(crate) struct DriveArgs {
     /// A devnet directory (`sszgate devnet up`): takes the engine URL (the devnet's proxy),
     /// the JWT secret, the public RPC and the fork from its devnet.json.
@@ -37,9 +38,8 @@ pub(crate) struct DriveArgs {
     #[arg(long, required_unless_present = "devnet", help_heading = "Target")]
     engine: Option<String>,
 
-    /// The JWT secret (a file with 64 hex digits, or the hex itself).
-    #[arg(long, required_unless_present = "devnet", help_heading = "Target")]
-    jwt_secret: Option<String>,
+    #[command(flatten, next_help_heading = "Target")]
+    jwt: JwtSecretArg,
 
     /// The EL's public JSON-RPC: the chain head is read there, and the load sent there.
     #[arg(long, required_unless_present = "devnet", help_heading = "Target")]
@@ -49,10 +49,10 @@ pub(crate) struct DriveArgs {
     #[arg(long, default_value = "json", help_heading = "Target")]
     transport: EngineTransport,
 
-    /// The chain's fork: cancun, prague, osaka, or auto (a devnet's own; else from the head
-    /// and the EL's capabilities).
-    #[arg(long, default_value = "auto", help_heading = "Target")]
-    fork: String,
+    /// The chain's fork (cancun, prague or osaka); default: a devnet's own, else found from the
+    /// head and the EL's capabilities.
+    #[arg(long, env = flags::FORK_ENV, value_parser = ForkParser, help_heading = "Target")]
+    fork: Option<Fork>,
 
     /// Blocks to build (default 10 unless --duration is given).
     #[arg(long, conflicts_with = "duration", help_heading = "Pace")]
@@ -82,10 +82,8 @@ pub(crate) struct DriveArgs {
     #[arg(long, default_value_t = 6, help_heading = "Load")]
     blobs_per_tx: usize,
 
-    /// Where the real blobs come from (a data directory with blob-txs/; default: the
-    /// repository's data set).
-    #[arg(long, help_heading = "Load")]
-    data: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Load")]
+    data: DataArg,
 
     /// Skip getBlobs after each block with blobs.
     #[arg(long, help_heading = "Load")]
@@ -93,12 +91,17 @@ pub(crate) struct DriveArgs {
 
     /// Where the driver's own records go (source = driver); repeatable, as for the proxy.
     /// Default: sqlite:sszgate-drive.db, or driver.db in the devnet directory.
-    #[arg(long = "store", value_delimiter = ',', help_heading = "Recording")]
-    stores: Vec<String>,
+    #[arg(
+        long = "store",
+        env = flags::STORE_ENV,
+        value_delimiter = ',',
+        value_parser = flags::parse_store,
+        help_heading = "Recording"
+    )]
+    stores: Vec<SinkSpec>,
 
-    /// A label stamped on every record, KEY=VALUE; repeatable.
-    #[arg(long = "label", value_parser = parse_label, help_heading = "Recording")]
-    labels: Vec<(String, String)>,
+    #[command(flatten, next_help_heading = "Recording")]
+    labels: LabelsArg,
 }
 
 /// The target resolved from flags or a devnet.
@@ -107,7 +110,7 @@ struct Target {
     eth: String,
     secret: sszgate_gateway::JwtSecret,
     fork: Option<Fork>,
-    default_store: String,
+    default_store: SinkSpec,
 }
 
 fn target(args: &DriveArgs) -> Result<Target> {
@@ -123,19 +126,20 @@ fn target(args: &DriveArgs) -> Result<Target> {
             eth: state.eth_url.clone(),
             secret: sszgate_gateway::JwtSecret::from_hex(&state.secret_hex()?)?,
             fork: Some(state.fork.parse()?),
-            default_store: format!("sqlite:{}", dir.join("driver.db").display()),
+            default_store: SinkSpec::Sqlite(dir.join("driver.db").display().to_string()),
         });
     }
-    let (Some(engine), Some(secret), Some(eth)) = (&args.engine, &args.jwt_secret, &args.eth_rpc)
+    let (Some(engine), Some(secret), Some(eth)) =
+        (&args.engine, &args.jwt.jwt_secret, &args.eth_rpc)
     else {
         bail!("--engine, --jwt-secret and --eth-rpc are needed without --devnet");
     };
     Ok(Target {
         engine: engine.clone(),
         eth: eth.clone(),
-        secret: jwt(secret)?,
+        secret: flags::read_jwt_secret(secret)?,
         fork: None,
-        default_store: "sqlite:sszgate-drive.db".into(),
+        default_store: SinkSpec::Sqlite("sszgate-drive.db".into()),
     })
 }
 
@@ -214,17 +218,14 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
     };
     let mut sinks = Vec::new();
     for spec in &stores {
-        let spec: SinkSpec = spec.parse()?;
-        if let Some(sink) =
-            Sink::open(&spec).with_context(|| format!("opening --store {spec:?}"))?
-        {
+        if let Some(sink) = Sink::open(spec).with_context(|| format!("opening --store {spec:?}"))? {
             sinks.push(sink);
         }
     }
     let recorder = Arc::new(Recorder::start(
         sinks,
         "driver",
-        args.labels.clone(),
+        args.labels.labels.clone(),
         65_536,
     ));
     let engine = EngineClient::new(
@@ -233,10 +234,9 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         target.secret.clone(),
         Some(recorder.clone()),
     );
-    let fork = match (args.fork.as_str(), target.fork) {
-        ("auto", Some(fork)) => fork,
-        ("auto", None) => sszgate_drive::driver::detect_fork(&engine, &eth).await?,
-        (name, _) => name.parse()?,
+    let fork = match args.fork.or(target.fork) {
+        Some(fork) => fork,
+        None => sszgate_drive::driver::detect_fork(&engine, &eth).await?,
     };
     let shape = LoadShape {
         transfers: args.txs_per_block,
@@ -245,7 +245,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
     };
     let load = if shape.transfers + shape.blob_txs > 0 {
         let blobs = if shape.blob_txs > 0 {
-            let dir = args.data.clone().unwrap_or_else(sszgate_fixtures::data_dir);
+            let dir = args.data.dir();
             sszgate_fixtures::Fixtures::load(&dir)
                 .and_then(|f| f.blobs())
                 .with_context(|| format!("reading the blobs of {}", dir.display()))?
@@ -303,7 +303,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         blocks: reports,
         transport: args.transport,
         engine: target.engine,
-        stores,
+        stores: stores.iter().map(flags::store_text).collect(),
         wall: started.elapsed(),
     })
 }
