@@ -143,6 +143,49 @@ fn target(args: &DriveArgs) -> Result<Target> {
     })
 }
 
+/// What a drive does, resolved from its flags without I/O; the fork is left to the target.
+#[derive(Debug)]
+struct Plan {
+    /// Where the driver's records go.
+    stores: Vec<SinkSpec>,
+    /// The load of every block.
+    shape: LoadShape,
+    /// Blocks to build at most.
+    blocks: u64,
+    /// Time to drive for at most.
+    duration: Option<Duration>,
+    /// The slot loop's pace and checks (its fork is the default until the target's is known).
+    config: DriveConfig,
+}
+
+/// Resolves `args` into a plan; `default_store` is the target's (a devnet's driver.db).
+fn plan(args: &DriveArgs, default_store: &SinkSpec) -> Plan {
+    let stores = if args.stores.is_empty() {
+        vec![default_store.clone()]
+    } else {
+        args.stores.clone()
+    };
+    let open_ended = args.duration.is_some();
+    Plan {
+        stores,
+        shape: LoadShape {
+            transfers: args.txs_per_block,
+            blob_txs: args.blob_txs_per_block,
+            blobs_per_tx: args.blobs_per_tx,
+        },
+        blocks: args
+            .blocks
+            .unwrap_or(if open_ended { u64::MAX } else { 10 }),
+        duration: args.duration,
+        config: DriveConfig {
+            build_time: args.build_time,
+            slot_time: args.slot_time,
+            get_blobs: !args.no_get_blobs,
+            ..DriveConfig::default()
+        },
+    }
+}
+
 pub(crate) fn run(args: DriveArgs) -> Result<()> {
     let runtime = crate::runtime()?;
     runtime.block_on(async {
@@ -210,14 +253,10 @@ impl Summary {
 /// Runs the drive `args` asks for and returns what it did.
 pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
     let target = target(args)?;
+    let plan = plan(args, &target.default_store);
     let eth = EthRpc::new(&target.eth);
-    let stores = if args.stores.is_empty() {
-        vec![target.default_store.clone()]
-    } else {
-        args.stores.clone()
-    };
     let mut sinks = Vec::new();
-    for spec in &stores {
+    for spec in &plan.stores {
         if let Some(sink) = Sink::open(spec).with_context(|| format!("opening --store {spec:?}"))? {
             sinks.push(sink);
         }
@@ -238,11 +277,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         Some(fork) => fork,
         None => sszgate_drive::driver::detect_fork(&engine, &eth).await?,
     };
-    let shape = LoadShape {
-        transfers: args.txs_per_block,
-        blob_txs: args.blob_txs_per_block,
-        blobs_per_tx: args.blobs_per_tx,
-    };
+    let shape = plan.shape;
     let load = if shape.transfers + shape.blob_txs > 0 {
         let blobs = if shape.blob_txs > 0 {
             let dir = args.data.dir();
@@ -258,18 +293,11 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
     };
     let config = DriveConfig {
         fork,
-        build_time: args.build_time,
-        slot_time: args.slot_time,
-        get_blobs: !args.no_get_blobs,
-        ..DriveConfig::default()
+        ..plan.config
     };
     let mut driver = Driver::start(engine, eth, load, config).await?;
-    let blocks = args.blocks.unwrap_or(if args.duration.is_some() {
-        u64::MAX
-    } else {
-        10
-    });
-    let deadline = args.duration.map(|d| Instant::now() + d);
+    let blocks = plan.blocks;
+    let deadline = plan.duration.map(|d| Instant::now() + d);
     let progress = Progress::new(blocks, deadline.is_some());
     let started = Instant::now();
     let mut reports = Vec::new();
@@ -303,7 +331,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         blocks: reports,
         transport: args.transport,
         engine: target.engine,
-        stores: stores.iter().map(flags::store_text).collect(),
+        stores: plan.stores.iter().map(flags::store_text).collect(),
         wall: started.elapsed(),
     })
 }
@@ -359,5 +387,81 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches, Parser};
+
+    use super::*;
+
+    /// `sszgate drive` alone, as the tests parse it.
+    #[derive(Debug, Parser)]
+    struct DriveCli {
+        #[command(flatten)]
+        args: DriveArgs,
+    }
+
+    /// The plan of `argv` (after `drive`), reading no environment variable.
+    fn plan_of(argv: &[&str]) -> Plan {
+        let argv = ["drive", "--devnet", "dn"]
+            .into_iter()
+            .chain(argv.iter().copied());
+        let matches = flags::without_env(DriveCli::command())
+            .try_get_matches_from(argv)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let args = DriveCli::from_arg_matches(&matches).unwrap().args;
+        plan(&args, &SinkSpec::Sqlite("dn/driver.db".into()))
+    }
+
+    #[test]
+    fn the_defaults_are_ten_blocks_no_load_and_the_targets_store() {
+        let plan = plan_of(&[]);
+        assert_eq!(plan.stores, [SinkSpec::Sqlite("dn/driver.db".into())]);
+        assert_eq!((plan.blocks, plan.duration), (10, None));
+        let shape = LoadShape {
+            transfers: 0,
+            blob_txs: 0,
+            blobs_per_tx: 6,
+        };
+        assert_eq!(plan.shape, shape);
+        assert_eq!(plan.config.build_time, Duration::from_millis(500));
+        assert_eq!(plan.config.slot_time, Duration::ZERO);
+        assert!(plan.config.get_blobs);
+    }
+
+    #[test]
+    fn a_duration_lifts_the_block_count_and_flags_reach_the_plan() {
+        let plan = plan_of(&["--duration", "5m", "--store", "jsonl:-", "--no-get-blobs"]);
+        assert_eq!(plan.blocks, u64::MAX);
+        assert_eq!(plan.duration, Some(Duration::from_secs(300)));
+        assert_eq!(plan.stores, [SinkSpec::Jsonl("-".into())]);
+        assert!(!plan.config.get_blobs);
+        let plan = plan_of(&[
+            "--blocks",
+            "3",
+            "--blob-txs-per-block",
+            "2",
+            "--slot-time",
+            "12s",
+        ]);
+        assert_eq!((plan.blocks, plan.shape.blob_txs), (3, 2));
+        assert_eq!(plan.config.slot_time, Duration::from_secs(12));
+    }
+
+    #[test]
+    fn blocks_and_duration_together_are_refused() {
+        let argv = [
+            "drive",
+            "--devnet",
+            "dn",
+            "--blocks",
+            "3",
+            "--duration",
+            "1m",
+        ];
+        let err = flags::without_env(DriveCli::command()).try_get_matches_from(argv);
+        assert!(err.unwrap_err().to_string().contains("cannot be used with"));
     }
 }
