@@ -8,6 +8,8 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+
+use crate::flags::MessageForkArg;
 use sszgate_engine::{
     Fork, METHODS, Message, MessageKind, MethodSpec,
     method::{self, Family},
@@ -40,10 +42,8 @@ pub(crate) struct ConvertArgs {
     #[arg(short, long, env = "SSZGATE_MESSAGE")]
     message: String,
 
-    /// The fork (Eth-Execution-Version); defaults to the newest fork the method serves, or
-    /// osaka for a message name.
-    #[arg(short, long, env = "SSZGATE_FORK")]
-    fork: Option<String>,
+    #[command(flatten)]
+    fork: MessageForkArg,
 
     /// For blobs messages named without a method: the /blobs/vN revision.
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
@@ -141,13 +141,7 @@ pub(crate) fn guess_form(input: &[u8]) -> Form {
 
 pub(crate) fn run(args: ConvertArgs) -> Result<()> {
     let input = crate::input::read(args.file.as_deref())?;
-    let fork = match &args.fork {
-        Some(name) => name.parse::<Fork>()?,
-        None if args.message.starts_with("engine_") => {
-            method::by_name(&args.message)?.latest_fork()
-        }
-        None => Fork::Osaka,
-    };
+    let fork = args.fork.or_latest_for(&args.message)?;
     let (m, kind) = resolve(&args, fork)?;
     let from = args.from.unwrap_or_else(|| guess_form(&input));
     let stdout_is_tty = io::stdout().is_terminal();

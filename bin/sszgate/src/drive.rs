@@ -19,10 +19,11 @@ use sszgate_drive::{
 use sszgate_engine::Fork;
 use sszgate_record::{Recorder, Sink, SinkSpec};
 
-use crate::proxy::{jwt, parse_label};
+use crate::flags::{self, DataArg, ForkParser, JwtSecretArg, LabelsArg};
 
 /// Arguments of `sszgate drive`.
 #[derive(Debug, Args)]
+#[command(mut_arg("jwt_secret", |arg| arg.required_unless_present("devnet")))]
 pub(crate) struct DriveArgs {
     /// A devnet directory (`sszgate devnet up`): takes the engine URL (the devnet's proxy),
     /// the JWT secret, the public RPC and the fork from its devnet.json.
@@ -37,9 +38,8 @@ pub(crate) struct DriveArgs {
     #[arg(long, required_unless_present = "devnet", help_heading = "Target")]
     engine: Option<String>,
 
-    /// The JWT secret (a file with 64 hex digits, or the hex itself).
-    #[arg(long, required_unless_present = "devnet", help_heading = "Target")]
-    jwt_secret: Option<String>,
+    #[command(flatten, next_help_heading = "Target")]
+    jwt: JwtSecretArg,
 
     /// The EL's public JSON-RPC: the chain head is read there, and the load sent there.
     #[arg(long, required_unless_present = "devnet", help_heading = "Target")]
@@ -49,10 +49,10 @@ pub(crate) struct DriveArgs {
     #[arg(long, default_value = "json", help_heading = "Target")]
     transport: EngineTransport,
 
-    /// The chain's fork: cancun, prague, osaka, or auto (a devnet's own; else from the head
-    /// and the EL's capabilities).
-    #[arg(long, default_value = "auto", help_heading = "Target")]
-    fork: String,
+    /// The chain's fork (cancun, prague or osaka); default: a devnet's own, else found from the
+    /// head and the EL's capabilities.
+    #[arg(long, env = flags::FORK_ENV, value_parser = ForkParser, help_heading = "Target")]
+    fork: Option<Fork>,
 
     /// Blocks to build (default 10 unless --duration is given).
     #[arg(long, conflicts_with = "duration", help_heading = "Pace")]
@@ -82,10 +82,8 @@ pub(crate) struct DriveArgs {
     #[arg(long, default_value_t = 6, help_heading = "Load")]
     blobs_per_tx: usize,
 
-    /// Where the real blobs come from (a data directory with blob-txs/; default: the
-    /// repository's data set).
-    #[arg(long, help_heading = "Load")]
-    data: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Load")]
+    data: DataArg,
 
     /// Skip getBlobs after each block with blobs.
     #[arg(long, help_heading = "Load")]
@@ -93,12 +91,17 @@ pub(crate) struct DriveArgs {
 
     /// Where the driver's own records go (source = driver); repeatable, as for the proxy.
     /// Default: sqlite:sszgate-drive.db, or driver.db in the devnet directory.
-    #[arg(long = "store", value_delimiter = ',', help_heading = "Recording")]
-    stores: Vec<String>,
+    #[arg(
+        long = "store",
+        env = flags::STORE_ENV,
+        value_delimiter = ',',
+        value_parser = flags::parse_store,
+        help_heading = "Recording"
+    )]
+    stores: Vec<SinkSpec>,
 
-    /// A label stamped on every record, KEY=VALUE; repeatable.
-    #[arg(long = "label", value_parser = parse_label, help_heading = "Recording")]
-    labels: Vec<(String, String)>,
+    #[command(flatten, next_help_heading = "Recording")]
+    labels: LabelsArg,
 }
 
 /// The target resolved from flags or a devnet.
@@ -107,7 +110,7 @@ struct Target {
     eth: String,
     secret: sszgate_gateway::JwtSecret,
     fork: Option<Fork>,
-    default_store: String,
+    default_store: SinkSpec,
 }
 
 fn target(args: &DriveArgs) -> Result<Target> {
@@ -123,20 +126,64 @@ fn target(args: &DriveArgs) -> Result<Target> {
             eth: state.eth_url.clone(),
             secret: sszgate_gateway::JwtSecret::from_hex(&state.secret_hex()?)?,
             fork: Some(state.fork.parse()?),
-            default_store: format!("sqlite:{}", dir.join("driver.db").display()),
+            default_store: SinkSpec::Sqlite(dir.join("driver.db").display().to_string()),
         });
     }
-    let (Some(engine), Some(secret), Some(eth)) = (&args.engine, &args.jwt_secret, &args.eth_rpc)
+    let (Some(engine), Some(secret), Some(eth)) =
+        (&args.engine, &args.jwt.jwt_secret, &args.eth_rpc)
     else {
         bail!("--engine, --jwt-secret and --eth-rpc are needed without --devnet");
     };
     Ok(Target {
         engine: engine.clone(),
         eth: eth.clone(),
-        secret: jwt(secret)?,
+        secret: flags::read_jwt_secret(secret)?,
         fork: None,
-        default_store: "sqlite:sszgate-drive.db".into(),
+        default_store: SinkSpec::Sqlite("sszgate-drive.db".into()),
     })
+}
+
+/// What a drive does, resolved from its flags without I/O; the fork is left to the target.
+#[derive(Debug)]
+struct Plan {
+    /// Where the driver's records go.
+    stores: Vec<SinkSpec>,
+    /// The load of every block.
+    shape: LoadShape,
+    /// Blocks to build at most.
+    blocks: u64,
+    /// Time to drive for at most.
+    duration: Option<Duration>,
+    /// The slot loop's pace and checks (its fork is the default until the target's is known).
+    config: DriveConfig,
+}
+
+/// Resolves `args` into a plan; `default_store` is the target's (a devnet's driver.db).
+fn plan(args: &DriveArgs, default_store: &SinkSpec) -> Plan {
+    let stores = if args.stores.is_empty() {
+        vec![default_store.clone()]
+    } else {
+        args.stores.clone()
+    };
+    let open_ended = args.duration.is_some();
+    Plan {
+        stores,
+        shape: LoadShape {
+            transfers: args.txs_per_block,
+            blob_txs: args.blob_txs_per_block,
+            blobs_per_tx: args.blobs_per_tx,
+        },
+        blocks: args
+            .blocks
+            .unwrap_or(if open_ended { u64::MAX } else { 10 }),
+        duration: args.duration,
+        config: DriveConfig {
+            build_time: args.build_time,
+            slot_time: args.slot_time,
+            get_blobs: !args.no_get_blobs,
+            ..DriveConfig::default()
+        },
+    }
 }
 
 pub(crate) fn run(args: DriveArgs) -> Result<()> {
@@ -206,25 +253,18 @@ impl Summary {
 /// Runs the drive `args` asks for and returns what it did.
 pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
     let target = target(args)?;
+    let plan = plan(args, &target.default_store);
     let eth = EthRpc::new(&target.eth);
-    let stores = if args.stores.is_empty() {
-        vec![target.default_store.clone()]
-    } else {
-        args.stores.clone()
-    };
     let mut sinks = Vec::new();
-    for spec in &stores {
-        let spec: SinkSpec = spec.parse()?;
-        if let Some(sink) =
-            Sink::open(&spec).with_context(|| format!("opening --store {spec:?}"))?
-        {
+    for spec in &plan.stores {
+        if let Some(sink) = Sink::open(spec).with_context(|| format!("opening --store {spec:?}"))? {
             sinks.push(sink);
         }
     }
     let recorder = Arc::new(Recorder::start(
         sinks,
         "driver",
-        args.labels.clone(),
+        args.labels.labels.clone(),
         65_536,
     ));
     let engine = EngineClient::new(
@@ -233,19 +273,14 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         target.secret.clone(),
         Some(recorder.clone()),
     );
-    let fork = match (args.fork.as_str(), target.fork) {
-        ("auto", Some(fork)) => fork,
-        ("auto", None) => sszgate_drive::driver::detect_fork(&engine, &eth).await?,
-        (name, _) => name.parse()?,
+    let fork = match args.fork.or(target.fork) {
+        Some(fork) => fork,
+        None => sszgate_drive::driver::detect_fork(&engine, &eth).await?,
     };
-    let shape = LoadShape {
-        transfers: args.txs_per_block,
-        blob_txs: args.blob_txs_per_block,
-        blobs_per_tx: args.blobs_per_tx,
-    };
+    let shape = plan.shape;
     let load = if shape.transfers + shape.blob_txs > 0 {
         let blobs = if shape.blob_txs > 0 {
-            let dir = args.data.clone().unwrap_or_else(sszgate_fixtures::data_dir);
+            let dir = args.data.dir();
             sszgate_fixtures::Fixtures::load(&dir)
                 .and_then(|f| f.blobs())
                 .with_context(|| format!("reading the blobs of {}", dir.display()))?
@@ -258,18 +293,11 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
     };
     let config = DriveConfig {
         fork,
-        build_time: args.build_time,
-        slot_time: args.slot_time,
-        get_blobs: !args.no_get_blobs,
-        ..DriveConfig::default()
+        ..plan.config
     };
     let mut driver = Driver::start(engine, eth, load, config).await?;
-    let blocks = args.blocks.unwrap_or(if args.duration.is_some() {
-        u64::MAX
-    } else {
-        10
-    });
-    let deadline = args.duration.map(|d| Instant::now() + d);
+    let blocks = plan.blocks;
+    let deadline = plan.duration.map(|d| Instant::now() + d);
     let progress = Progress::new(blocks, deadline.is_some());
     let started = Instant::now();
     let mut reports = Vec::new();
@@ -303,7 +331,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         blocks: reports,
         transport: args.transport,
         engine: target.engine,
-        stores,
+        stores: plan.stores.iter().map(flags::store_text).collect(),
         wall: started.elapsed(),
     })
 }
@@ -359,5 +387,81 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches, Parser};
+
+    use super::*;
+
+    /// `sszgate drive` alone, as the tests parse it.
+    #[derive(Debug, Parser)]
+    struct DriveCli {
+        #[command(flatten)]
+        args: DriveArgs,
+    }
+
+    /// The plan of `argv` (after `drive`), reading no environment variable.
+    fn plan_of(argv: &[&str]) -> Plan {
+        let argv = ["drive", "--devnet", "dn"]
+            .into_iter()
+            .chain(argv.iter().copied());
+        let matches = flags::without_env(DriveCli::command())
+            .try_get_matches_from(argv)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let args = DriveCli::from_arg_matches(&matches).unwrap().args;
+        plan(&args, &SinkSpec::Sqlite("dn/driver.db".into()))
+    }
+
+    #[test]
+    fn the_defaults_are_ten_blocks_no_load_and_the_targets_store() {
+        let plan = plan_of(&[]);
+        assert_eq!(plan.stores, [SinkSpec::Sqlite("dn/driver.db".into())]);
+        assert_eq!((plan.blocks, plan.duration), (10, None));
+        let shape = LoadShape {
+            transfers: 0,
+            blob_txs: 0,
+            blobs_per_tx: 6,
+        };
+        assert_eq!(plan.shape, shape);
+        assert_eq!(plan.config.build_time, Duration::from_millis(500));
+        assert_eq!(plan.config.slot_time, Duration::ZERO);
+        assert!(plan.config.get_blobs);
+    }
+
+    #[test]
+    fn a_duration_lifts_the_block_count_and_flags_reach_the_plan() {
+        let plan = plan_of(&["--duration", "5m", "--store", "jsonl:-", "--no-get-blobs"]);
+        assert_eq!(plan.blocks, u64::MAX);
+        assert_eq!(plan.duration, Some(Duration::from_secs(300)));
+        assert_eq!(plan.stores, [SinkSpec::Jsonl("-".into())]);
+        assert!(!plan.config.get_blobs);
+        let plan = plan_of(&[
+            "--blocks",
+            "3",
+            "--blob-txs-per-block",
+            "2",
+            "--slot-time",
+            "12s",
+        ]);
+        assert_eq!((plan.blocks, plan.shape.blob_txs), (3, 2));
+        assert_eq!(plan.config.slot_time, Duration::from_secs(12));
+    }
+
+    #[test]
+    fn blocks_and_duration_together_are_refused() {
+        let argv = [
+            "drive",
+            "--devnet",
+            "dn",
+            "--blocks",
+            "3",
+            "--duration",
+            "1m",
+        ];
+        let err = flags::without_env(DriveCli::command()).try_get_matches_from(argv);
+        assert!(err.unwrap_err().to_string().contains("cannot be used with"));
     }
 }

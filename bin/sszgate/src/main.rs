@@ -4,14 +4,16 @@
 //! Engine API logic. Errors are printed with their whole chain and exit code 1; usage errors
 //! exit 2 (clap's); a closed stdout (`sszgate … | head`) is not an error.
 
-mod bench;
 mod convert;
-mod devnet;
 mod drive;
+mod flags;
 mod input;
+mod lab;
 mod proxy;
 mod report;
 mod verify;
+
+use lab::{bench, devnet};
 
 // Large Engine API messages (10-20 MB) are built and dropped on every call; mimalloc reuses
 // those buffers where glibc maps and faults them in anew (docs/benchmarks.md: SSZ encode of a
@@ -35,34 +37,53 @@ use clap::{Parser, Subcommand};
     propagate_version = true,
     max_term_width = 100
 )]
-#[command(
-    after_help = "Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.\nPlanned, not yet available: a ClickHouse store."
-)]
+#[command(after_help = "\
+Operator commands (proxy, drive, convert, methods, verify, report) work with the CL and EL you
+run; lab commands (demo, devnet, bench) start clients and proxies of their own.
+Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// The subcommands: operator commands first, then the lab's (`--help` lists them in this
+/// order, `display_order` keeps it so).
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Convert one Engine API message between its JSON-RPC and REST-SSZ forms.
-    Convert(convert::ConvertArgs),
+    // Operator commands: for the CL and EL a user runs.
     /// Relay and record every Engine API call between a CL and an EL.
+    #[command(display_order = 1)]
     Proxy(proxy::ProxyArgs),
     /// Drive an EL's Engine API as a consensus client would (JSON-RPC or REST-SSZ).
+    #[command(display_order = 2)]
     Drive(drive::DriveArgs),
-    /// A local devnet: a real EL on a fresh chain with the proxy in front.
-    Devnet(devnet::DevnetArgs),
-    /// The first run: a geth devnet, 20 blocks with blobs driven over REST-SSZ via the bridge.
-    Demo(devnet::DemoArgs),
-    /// Benchmarks that need a running proxy (`bench proxy`).
-    Bench(bench::BenchArgs),
-    /// Report on recorded calls: latency, overhead by EL and blob count, bridge, verdicts.
-    Report(report::ReportArgs),
-    /// Verify saved messages: block hash, transactions, blobs and KZG proofs.
-    Verify(verify::VerifyArgs),
+    /// Convert one Engine API message between its JSON-RPC and REST-SSZ forms.
+    #[command(display_order = 3)]
+    Convert(convert::ConvertArgs),
     /// Print the JSON-RPC ⇄ REST-SSZ method table.
+    #[command(display_order = 4)]
     Methods,
+    /// Verify saved messages: block hash, transactions, blobs and KZG proofs.
+    #[command(display_order = 5)]
+    Verify(verify::VerifyArgs),
+    /// Report on recorded calls: latency, overhead by EL and blob count, bridge, verdicts.
+    #[command(display_order = 6)]
+    Report(report::ReportArgs),
+
+    // Lab commands (`lab`): clients, proxies and fake ELs of their own.
+    /// [lab] The first run: a geth devnet, 20 blocks with blobs driven over REST-SSZ via the
+    /// bridge.
+    #[command(display_order = 10)]
+    Demo(devnet::DemoArgs),
+    /// [lab] A local devnet (up, down, status): a real EL on a fresh chain with the proxy in
+    /// front.
+    #[command(display_order = 11)]
+    Devnet(devnet::DevnetArgs),
+    /// [lab] Benchmarks and studies (proxy, soak, attack, codec, compress): what the proxy
+    /// adds, its memory and records over time, hostile input, the codecs and compression on
+    /// real data.
+    #[command(display_order = 12)]
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -117,6 +138,7 @@ pub(crate) fn runtime_with(
         .context("starting the runtime")
 }
 
+/// Whether `err` comes from writing to a closed stdout.
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause
@@ -124,3 +146,6 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+#[cfg(test)]
+mod help_tests;

@@ -8,6 +8,9 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use sszgate_record::SinkSpec;
+
+use crate::flags;
 
 /// Arguments of `sszgate report`.
 #[derive(Debug, Args)]
@@ -20,9 +23,16 @@ Examples:
 pub(crate) struct ReportArgs {
     /// A store to read: sqlite:PATH (the proxy's or the driver's records) or
     /// clickhouse:http://[USER[:PASSWORD]@]HOST:PORT/DB (every node's records; node and
-    /// network can be grouped by); repeatable, the calls of all of them are reported together.
-    #[arg(long = "store", required = true)]
-    stores: Vec<String>,
+    /// network can be grouped by); repeatable or comma separated, the calls of all of them are
+    /// reported together.
+    #[arg(
+        long = "store",
+        env = flags::STORE_ENV,
+        value_delimiter = ',',
+        value_parser = flags::parse_store,
+        required = true
+    )]
+    stores: Vec<SinkSpec>,
     /// Only calls since this time: RFC 3339 (2026-11-23T14:00:00Z) or an age (2h, 30m).
     #[arg(long)]
     since: Option<String>,
@@ -62,23 +72,23 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     let mut calls = Vec::new();
     let mut read = Vec::new();
     for store in &args.stores {
-        if let Some(url) = store.strip_prefix("clickhouse:") {
-            let url: sszgate_record::clickhouse::ClickHouseUrl = url
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--store {store:?}: {e}"))?;
-            let client =
-                sszgate_record::clickhouse::Client::new(url.clone(), Duration::from_secs(120));
-            let found = sszgate_report::load_clickhouse(&client, &query)?;
-            read.push(format!("clickhouse {url} ({} calls)", found.len()));
-            calls.extend(found);
-            continue;
-        }
-        let Some(path) = store.strip_prefix("sqlite:") else {
-            bail!("--store {store:?}: reports read sqlite:PATH or clickhouse:http://HOST:PORT/DB");
+        let shown = flags::store_text(store);
+        let path = match store {
+            SinkSpec::ClickHouse(url) => {
+                let client =
+                    sszgate_record::clickhouse::Client::new(url.clone(), Duration::from_secs(120));
+                let found = sszgate_report::load_clickhouse(&client, &query)?;
+                read.push(format!("clickhouse {url} ({} calls)", found.len()));
+                calls.extend(found);
+                continue;
+            }
+            SinkSpec::Sqlite(path) => PathBuf::from(path),
+            _ => bail!(
+                "--store {shown:?}: reports read sqlite:PATH or clickhouse:http://HOST:PORT/DB"
+            ),
         };
-        let path = PathBuf::from(path);
         if !path.exists() {
-            bail!("--store {store:?}: {} does not exist", path.display());
+            bail!("--store {shown:?}: {} does not exist", path.display());
         }
         let found = sszgate_report::load(&path, &query)?;
         read.push(format!("{} ({} calls)", path.display(), found.len()));

@@ -6,10 +6,13 @@ use std::path::PathBuf;
 use alloy_primitives::B256;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use sszgate_engine::{Fork, Message, MessageKind, method, scan};
+use sszgate_engine::{Message, MessageKind, scan};
 use sszgate_verify::{Failure, blobs, payload};
 
-use crate::convert::{Form, decode, guess_form, resolve_message};
+use crate::{
+    convert::{Form, decode, guess_form, resolve_message},
+    flags::MessageForkArg,
+};
 
 /// Arguments of `sszgate verify`.
 #[derive(Debug, Args)]
@@ -27,9 +30,8 @@ pub(crate) struct VerifyArgs {
     #[arg(short, long)]
     message: Option<String>,
 
-    /// The fork; defaults to the newest the method serves (osaka for a message name).
-    #[arg(short, long)]
-    fork: Option<Fork>,
+    #[command(flatten)]
+    fork: MessageForkArg,
 
     /// With a method name: the files hold its result rather than its params.
     #[arg(long)]
@@ -99,11 +101,7 @@ fn verify_file(
             file.display()
         ),
     };
-    let fork = match args.fork {
-        Some(fork) => fork,
-        None if name.starts_with("engine_") => method::by_name(&name)?.latest_fork(),
-        None => Fork::Osaka,
-    };
+    let fork = args.fork.or_latest_for(&name)?;
     let (m, kind) = resolve_message(&name, response, None, fork)?;
     let message = decode(m, fork, kind, form, body).with_context(|| {
         format!(

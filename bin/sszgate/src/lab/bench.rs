@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
+use crate::flags::{DataArg, JsonOutArg, MarkdownOutArg, ProxyArgsArg};
+
 /// Arguments of `sszgate bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
@@ -43,12 +45,10 @@ struct AttackArgs {
     /// The CI-sized run: smaller bombs (1 GiB) and floods, every attack kind still present.
     #[arg(long)]
     short: bool,
-    /// Also write the Markdown report to this file.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Also write the rows as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: MarkdownOutArg,
+    #[command(flatten)]
+    json: JsonOutArg,
 }
 
 fn attack(args: AttackArgs) -> Result<()> {
@@ -58,8 +58,8 @@ fn attack(args: AttackArgs) -> Result<()> {
     };
     let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::attack::run(&options));
-    print_report(&report.markdown(), args.out.as_deref())?;
-    if let Some(path) = args.json {
+    print_report(&report.markdown(), args.out.out.as_deref())?;
+    if let Some(path) = args.json.json {
         let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
         std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -87,10 +87,8 @@ fn attack(args: AttackArgs) -> Result<()> {
 
 #[derive(Debug, Args)]
 struct SoakArgs {
-    /// Directory of real mainnet blocks and blob transactions; default: SSZGATE_DATA,
-    /// ../shared/data/mainnet next to the repository, or the repository's testdata/.
-    #[arg(long, env = "SSZGATE_DATA")]
-    data: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArg,
     /// How long traffic runs, e.g. 30m or 45s.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     duration: std::time::Duration,
@@ -107,15 +105,12 @@ struct SoakArgs {
     /// most 60 s).
     #[arg(long, value_parser = humantime::parse_duration)]
     warm_up: Option<std::time::Duration>,
-    /// Also write the Markdown report to this file.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Also write the report, with every RSS sample, as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Extra arguments for both `sszgate proxy` processes, e.g. --proxy-arg=--verify=off.
-    #[arg(long = "proxy-arg", allow_hyphen_values = true)]
-    proxy_args: Vec<String>,
+    #[command(flatten)]
+    out: MarkdownOutArg,
+    #[command(flatten)]
+    json: JsonOutArg,
+    #[command(flatten)]
+    proxy_args: ProxyArgsArg,
 }
 
 fn soak(args: SoakArgs) -> Result<()> {
@@ -127,7 +122,7 @@ fn soak(args: SoakArgs) -> Result<()> {
     }
     let options = sszgate_bench::soak::Options {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
-        data: args.data.unwrap_or_else(sszgate_fixtures::data_dir),
+        data: args.data.dir(),
         duration: args.duration,
         rate_multiplier: args.rate_multiplier,
         blobs: args.blobs,
@@ -135,7 +130,7 @@ fn soak(args: SoakArgs) -> Result<()> {
         warm_up: args
             .warm_up
             .unwrap_or_else(|| (args.duration / 4).min(std::time::Duration::from_secs(60))),
-        proxy_args: args.proxy_args,
+        proxy_args: args.proxy_args.proxy_args,
     };
     eprintln!(
         "sszgate bench soak: data {}, {:?} at {}x, blobs {:?}",
@@ -146,8 +141,8 @@ fn soak(args: SoakArgs) -> Result<()> {
     );
     let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::soak::run(&options));
-    print_report(&report.markdown(), args.out.as_deref())?;
-    if let Some(path) = args.json {
+    print_report(&report.markdown(), args.out.out.as_deref())?;
+    if let Some(path) = args.json.json {
         let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
         std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -159,10 +154,8 @@ fn soak(args: SoakArgs) -> Result<()> {
 
 #[derive(Debug, Args)]
 struct StudyArgs {
-    /// Directory of real mainnet blocks and blob transactions; default: SSZGATE_DATA,
-    /// ../shared/data/mainnet next to the repository, or the repository's testdata/.
-    #[arg(long, env = "SSZGATE_DATA")]
-    data: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArg,
     /// Blob counts of the messages with blobs.
     #[arg(long, value_delimiter = ',', default_value = "0,6,24,48,72")]
     blobs: Vec<usize>,
@@ -182,10 +175,8 @@ struct StudyArgs {
 
 #[derive(Debug, Args)]
 struct ProxyBenchArgs {
-    /// Directory of real mainnet blocks and blob transactions; default: SSZGATE_DATA,
-    /// ../shared/data/mainnet next to the repository, or the repository's testdata/.
-    #[arg(long, env = "SSZGATE_DATA")]
-    data: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArg,
     /// Blob counts to measure (getPayloadV5 and getBlobsV2).
     #[arg(long, value_delimiter = ',', default_value = "0,1,6,24,48,72")]
     blobs: Vec<usize>,
@@ -199,15 +190,13 @@ struct ProxyBenchArgs {
     /// default nginx from PATH when installed.
     #[arg(long)]
     nginx: Option<String>,
-    /// Also write the Markdown report to this file.
-    #[arg(long)]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    out: MarkdownOutArg,
     /// Also measure the bridge: REST-SSZ calls through a bridging gateway to the JSON-RPC EL.
     #[arg(long)]
     bridge: bool,
-    /// Extra arguments for the `sszgate proxy` under test, e.g. --proxy-arg=--store=none.
-    #[arg(long = "proxy-arg", allow_hyphen_values = true)]
-    proxy_args: Vec<String>,
+    #[command(flatten)]
+    proxy_args: ProxyArgsArg,
     /// Leave out the floor relays (a plain copying and a splicing TCP relay and a bare hyper
     /// HTTP relay, measured in the same rounds as the least a relay adds on this machine).
     #[arg(long)]
@@ -232,12 +221,12 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     };
     let options = sszgate_bench::proxy::Options {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
-        data: args.data.unwrap_or_else(sszgate_fixtures::data_dir),
+        data: args.data.dir(),
         blobs: args.blobs,
         rounds: args.rounds,
         small_calls: args.small_calls,
         nginx,
-        proxy_args: args.proxy_args,
+        proxy_args: args.proxy_args.proxy_args,
         bridge: args.bridge,
         floors: !args.no_floors,
     };
@@ -249,7 +238,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     );
     let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::proxy::run(&options, &mut progress("proxy")));
-    print_report(&report.markdown(), args.out.as_deref())?;
+    print_report(&report.markdown(), args.out.out.as_deref())?;
     Ok(())
 }
 
@@ -292,7 +281,7 @@ fn progress(what: &'static str) -> impl FnMut(usize, usize, &str) {
 }
 
 fn study(which: Study, args: StudyArgs) -> Result<()> {
-    let data = args.data.unwrap_or_else(sszgate_fixtures::data_dir);
+    let data = args.data.dir();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let name = match which {

@@ -1,16 +1,19 @@
 //! `sszgate devnet up|down|status` and `sszgate demo`: a local EL with the proxy in front,
-//! and the first-run demo that drives it over REST-SSZ through the bridge.
+//! and the first-run demo that drives it over REST-SSZ through the bridge. The driving
+//! itself is `sszgate drive`'s (`crate::drive`), which the demo calls.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
 use sszgate_drive::{
     EthRpc,
     devnet::{self, Devnet, DevnetConfig, DevnetState, ElKind},
 };
 use sszgate_engine::Fork;
+
+use crate::flags::{self, ForkParser};
 
 /// Arguments of `sszgate devnet`.
 #[derive(Debug, Args)]
@@ -29,23 +32,24 @@ enum DevnetCommand {
     Status(DirArg),
 }
 
+/// `--dir` of every `devnet` subcommand.
 #[derive(Debug, Args)]
 struct DirArg {
-    /// The devnet's directory.
+    /// The devnet's directory (chain data, genesis, JWT secret, logs, records).
     #[arg(long, default_value = "sszgate-devnet")]
     dir: PathBuf,
 }
 
+/// Arguments of `sszgate devnet up`.
 #[derive(Debug, Args)]
 pub(crate) struct UpArgs {
-    /// The devnet's directory (chain data, genesis, JWT secret, logs, records).
-    #[arg(long, default_value = "sszgate-devnet")]
-    dir: PathBuf,
+    #[command(flatten)]
+    dir: DirArg,
     /// The execution client: geth or ethereumjs (Prague at most).
     #[arg(long, default_value = "geth")]
     el: ElKind,
     /// The fork active from genesis: cancun, prague or osaka.
-    #[arg(long, default_value = "osaka")]
+    #[arg(long, env = flags::FORK_ENV, value_parser = ForkParser, default_value = "osaka")]
     fork: Fork,
     /// The most blobs per block (above 9 adds a BPO1 fork at genesis; Osaka only).
     #[arg(long, default_value_t = 72)]
@@ -63,7 +67,7 @@ fn config(args: &UpArgs) -> Result<DevnetConfig> {
         (_, n) => n,
     };
     Ok(DevnetConfig {
-        dir: args.dir.clone(),
+        dir: args.dir.dir.clone(),
         el: args.el,
         fork: args.fork,
         max_blobs,
@@ -80,7 +84,7 @@ pub(crate) fn run(args: DevnetArgs) -> Result<()> {
         DevnetCommand::Up(up) => {
             let config = config(&up)?;
             let state = crate::runtime()?.block_on(Devnet::up(&config))?.detach();
-            print_state(&up.dir, &state);
+            print_state(&up.dir.dir, &state);
             Ok(())
         }
         DevnetCommand::Down(DirArg { dir }) => {
@@ -184,7 +188,9 @@ struct DriveFlags {
 pub(crate) fn demo(args: DemoArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let up = UpArgs {
-        dir: args.dir.clone(),
+        dir: DirArg {
+            dir: args.dir.clone(),
+        },
         el: ElKind::Geth,
         fork: Fork::Osaka,
         max_blobs: 72,
@@ -195,7 +201,8 @@ pub(crate) fn demo(args: DemoArgs) -> Result<()> {
     runtime.block_on(async {
         let devnet = Devnet::up(&config).await?;
         print_state(&args.dir, &devnet.state);
-        let drive = DriveFlags::try_parse_from([
+        // The demo is the same run on every machine: no SSZGATE_* variable changes it.
+        let drive = crate::flags::without_env(DriveFlags::command()).try_get_matches_from([
             "drive".to_string(),
             "--devnet".into(),
             args.dir.display().to_string(),
@@ -208,6 +215,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<()> {
             "--blob-txs-per-block".into(),
             args.blob_txs_per_block.to_string(),
         ])?;
+        let drive = DriveFlags::from_arg_matches(&drive)?;
         let summary = crate::drive::drive(&drive.args).await?;
         println!();
         summary.print(&mut std::io::stdout())?;
