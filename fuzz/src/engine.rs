@@ -1,6 +1,7 @@
 //! The bodies of the fuzz targets on `sszgate-engine`: the SSZ and JSON codecs of every
 //! message, the bulk JSON fast paths (getBlobs, getPayload), the JSON-RPC envelope scanner and
-//! the REST route parser with the REST → JSON-RPC translation.
+//! the REST route parser with the REST → JSON-RPC translation, and the bounded content-coding
+//! decoder.
 //!
 //! Each body is a plain function so that the stable test suite can replay the committed
 //! corpora through exactly what the fuzzer ran (`crates/engine/tests/fuzz_corpus.rs`). Beyond
@@ -17,7 +18,9 @@ use alloy_rpc_types_engine::{
     ExecutionPayloadV1, ExecutionPayloadV2, ExecutionPayloadV3, ForkchoiceState, PayloadAttributes,
 };
 use sszgate_engine::{
-    Fork, Message, MessageKind, json,
+    Fork, Message, MessageKind,
+    coding::{self, Coding, CodingError},
+    json,
     message::{Blobs, Bodies, BuiltPayload, Forkchoice, NewPayload},
     method::{self, Route},
     scan, translate,
@@ -26,12 +29,13 @@ use sszgate_engine::{
 use crate::layout::{HTTP_METHODS, Target, pick};
 
 /// The engine targets by name, as `fuzz/fuzz_targets/<name>.rs` and `fuzz/corpus/<name>/`.
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     ("ssz_decode", ssz_decode),
     ("json_decode", json_decode),
     ("bulk_json", bulk_json),
     ("scan", scan_json_rpc),
     ("rest_request", rest_request),
+    ("coding", content_coding),
 ];
 
 /// Messages whose SSZ decoding keeps every byte, so that re-encoding gives the input back.
@@ -418,4 +422,34 @@ pub fn rest_request(data: &[u8]) {
     }
     let status = u16::from(sel) * 2 + 200;
     let _ = translate::error_from_problem(status, body);
+}
+
+/// The content-coding decoder every peer's body goes through (`coding::decode`): byte 0 picks
+/// the coding (bits 0–1) and the bound (the rest, in KiB, plus one byte), the remainder is the
+/// body. Whatever the body, the decoder stops at the bound: an answer is never longer than
+/// it, an over-long one is `TooLarge`; a body it accepts is the encoding of what it returned
+/// (re-encoded and decoded again, the same bytes).
+pub fn content_coding(data: &[u8]) {
+    let Some((&sel, body)) = data.split_first() else {
+        return;
+    };
+    let coding = Coding::ALL[sel as usize % Coding::ALL.len()];
+    let limit = (sel as usize >> 2) * 1024 + 1;
+    match coding::decode(body, Some(coding.name()), limit) {
+        Ok(decoded) => {
+            assert!(
+                decoded.len() <= limit,
+                "{coding:?}: {} > {limit}",
+                decoded.len()
+            );
+            let again = coding.encode(&decoded).expect("encoding into memory");
+            let back = coding
+                .decode(&again, limit)
+                .unwrap_or_else(|e| panic!("{coding:?}: its own encoding does not decode: {e}"));
+            assert_eq!(back, decoded.as_ref(), "{coding:?}: round trip");
+        }
+        Err(CodingError::TooLarge { limit: l, .. }) => assert_eq!(l, limit),
+        Err(CodingError::Corrupt { .. }) => {}
+        Err(e) => panic!("{coding:?}: a named coding refused as {e}"),
+    }
 }
