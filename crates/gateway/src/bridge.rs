@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use sszgate_engine::{
-    Fork, MethodSpec, Problem,
+    MethodSpec, Problem,
     coding::{self, Coding},
     method::{self, HttpMethod, Route},
     scan,
@@ -283,37 +283,7 @@ pub(crate) async fn rest_to_json(
     };
     let upstream_us = sent.elapsed().as_micros() as u64;
     let started = Instant::now();
-    let response = match scan::envelope(&answer) {
-        Some(envelope) if envelope.error.is_some() => {
-            let error = envelope.error.unwrap_or_default();
-            let error: RpcError = serde_json::from_slice(error).unwrap_or(RpcError {
-                code: -32603,
-                message: String::from_utf8_lossy(error).into_owned(),
-            });
-            translate::error_to_problem(&error)
-        }
-        Some(envelope) if envelope.result.is_some() => {
-            let result = envelope.result.unwrap_or_default();
-            match translate::result_to_rest(call.method, call.fork, result) {
-                Ok(response) => response,
-                // A payload of another fork than the header's: the CL asked under the wrong fork.
-                Err(e @ sszgate_engine::Error::WrongFork { .. }) => {
-                    translate::problem_response(Problem::UnsupportedFork, Some(e.to_string()))
-                }
-                Err(e) => translate::problem_response(
-                    Problem::Internal,
-                    Some(format!(
-                        "the EL's {} answer does not translate: {e}",
-                        call.method.name
-                    )),
-                ),
-            }
-        }
-        _ => translate::problem_response(
-            Problem::Internal,
-            Some("the EL's answer is not a JSON-RPC response".into()),
-        ),
-    };
+    let response = translate::rpc_answer_to_rest(call.method, call.fork, &answer);
     Bridged {
         response,
         translate_request_us: Some(translate_request_us),
@@ -380,34 +350,17 @@ pub(crate) async fn json_to_rest(
         }
     }
     let params = envelope.params.unwrap_or(b"[]");
-    // A method that serves several forks: the newest first; an older one when the params only
-    // fit it (a newPayloadV2 payload without withdrawals is a Paris one) or when the EL says
-    // the answer is of another fork (a getPayloadV2 build from the Paris era). Bodies are
-    // fork-scoped by era on REST but not on JSON-RPC V1: entries a fork does not have are asked
-    // again of the older forks, and merged.
-    // getBlobsV1 answers a 204 with a null per requested hash.
-    let requested = scan::array_elements(params)
-        .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
-        .map_or(0, |h| h.len());
-    let bodies = matches!(
-        m.family,
-        method::Family::BodiesByHash | method::Family::BodiesByRange
-    );
-    let mut last = None;
+    // Which forks are asked, in which order, and how bodies of several eras merge: the
+    // translation's policy (`translate::ForkPlan`); here only the sending and the timing.
+    let mut plan = translate::ForkPlan::new(m, params);
     let mut translate_request_us = 0;
     let mut upstream_request_bytes = 0;
     let mut upstream_response_bytes = 0;
     let mut upstream_us = 0;
-    let mut outcome: Option<(Fork, u16, Bytes)> = None;
-    let mut merged: Option<Vec<serde_json::Value>> = None;
-    for &fork in m.forks.iter().rev() {
+    loop {
         let started = Instant::now();
-        let rest = match translate::request_to_rest(name, params, Some(fork)) {
-            Ok(rest) => rest,
-            Err(e) => {
-                last.get_or_insert(e);
-                continue;
-            }
+        let Some((fork, rest)) = plan.next_request() else {
+            break;
         };
         translate_request_us += started.elapsed().as_micros() as u64;
         upstream_request_bytes += rest.body.len() as u64;
@@ -418,59 +371,14 @@ pub(crate) async fn json_to_rest(
         };
         upstream_us += sent.elapsed().as_micros() as u64;
         upstream_response_bytes += answer.len() as u64;
-        let wrong_fork = status == 400
-            && translate::error_from_problem(status, &answer).code
-                == Problem::UnsupportedFork.rpc_code();
-        if bodies
-            && status == 200
-            && let Ok(Ok(result)) = translate::result_from_rest(m, fork, status, &answer, requested)
-            && let Ok(serde_json::Value::Array(entries)) =
-                serde_json::from_slice::<serde_json::Value>(&result)
-        {
-            let all = merged.get_or_insert_with(Vec::new);
-            if all.len() < entries.len() {
-                all.resize(entries.len(), serde_json::Value::Null);
-            }
-            for (slot, entry) in all.iter_mut().zip(entries) {
-                if slot.is_null() {
-                    *slot = entry;
-                }
-            }
-            outcome = Some((fork, status, answer));
-            if all.iter().all(|e| !e.is_null()) {
-                break;
-            }
-            continue;
-        }
-        if merged.is_some() {
-            break;
-        }
-        outcome = Some((fork, status, answer));
-        if !wrong_fork {
+        if plan.answer(fork, status, answer) == translate::NextStep::Done {
             break;
         }
     }
-    let Some((fork, status, answer)) = outcome else {
-        let e = last.expect("every method serves a fork");
-        return Some((problem(e.problem(), e.to_string()), id));
-    };
     let started = Instant::now();
-    let json = match merged {
-        Some(entries) => rpc_result(
-            id.as_deref(),
-            Ok(&serde_json::to_vec(&entries).expect("JSON values serialize")),
-        ),
-        None => match translate::result_from_rest(m, fork, status, &answer, requested) {
-            Ok(Ok(result)) => rpc_result(id.as_deref(), Ok(&result)),
-            Ok(Err(error)) => rpc_result(id.as_deref(), Err(&error)),
-            Err(e) => rpc_result(
-                id.as_deref(),
-                Err(&RpcError {
-                    code: -32603,
-                    message: format!("the EL's {} answer does not translate: {e}", m.resource),
-                }),
-            ),
-        },
+    let json = match plan.outcome() {
+        Ok(outcome) => rpc_result(id.as_deref(), outcome.as_deref()),
+        Err(e) => return Some((problem(e.problem(), e.to_string()), id)),
     };
     Some((
         Bridged {
