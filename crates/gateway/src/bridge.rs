@@ -1,12 +1,17 @@
-//! The bridge: a CL speaking REST-SSZ in front of an EL speaking JSON-RPC.
+//! The bridge: a CL speaking one transport in front of an EL speaking the other, either way.
 //!
 //! One REST call becomes one `engine_*Vn` call for the fork in `Eth-Execution-Version` (the
 //! method table decides which), and the JSON-RPC answer becomes the REST answer the spec
 //! requires: SSZ body, `204` for empty blob answers, `Cache-Control: no-store` on payload
-//! retrieval, problem+json with the mapped type for errors. The CL's JWT is verified here and
+//! retrieval, problem+json with the mapped type for errors. A JSON-RPC call with a REST form
+//! becomes REST requests the other way. The CL's JWT is checked (with `jwt::authenticate`) and
 //! the gateway signs its own for the upstream (a token cannot be forwarded onto a different
 //! request). Nothing is forwarded half-translated: a request that does not translate is
 //! answered here; an answer that does not translate becomes `500 internal` naming the fault.
+//!
+//! Not here: which forks are asked in which order, when an older one is tried, and how
+//! bodies of several eras merge (`sszgate_engine::translate`'s `ForkPlan`); this module only
+//! sends, reads and times.
 
 use std::time::Instant;
 
@@ -17,12 +22,11 @@ use sszgate_engine::{
     MethodSpec, Problem,
     coding::{self, Coding},
     method::{self, HttpMethod, Route},
-    scan,
     translate::{self, RestResponse, RpcError},
 };
 use sszgate_record::Capture;
 
-use crate::{ProxyConfig, upstream::UpstreamError};
+use crate::{JwtSecret, ProxyConfig, call::Call, jwt::Denied, upstream::UpstreamError};
 
 /// How the gateway talks to the upstream EL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,37 +182,71 @@ async fn read_answer(
     Ok((status, decoded))
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
+/// Which way a call crosses the bridge.
+pub(crate) enum Direction {
+    /// A JSON-RPC call of this method to a REST-SSZ EL.
+    ToRest(&'static MethodSpec),
+    /// A REST-SSZ call to a JSON-RPC EL.
+    ToJson(Route),
+}
+
+/// The way `call` crosses the bridge when the two sides speak different transports; `None`
+/// when it is relayed as it is (same transport, a batch, a method without a REST form, and
+/// exchangeCapabilities, which stays JSON-RPC: it is how the CL learns the JSON methods).
+pub(crate) fn direction(call: &Call, upstream: UpstreamTransport) -> Option<Direction> {
+    match (upstream, &call.rpc, call.route()) {
+        (UpstreamTransport::Ssz, Some(rpc), _) if rpc.single => {
+            let m = method::by_name(rpc.method.as_deref()?).ok()?;
+            (m.family != method::Family::ExchangeCapabilities).then_some(Direction::ToRest(m))
+        }
+        (UpstreamTransport::Json, None, Some(route)) => Some(Direction::ToJson(route.clone())),
+        _ => None,
+    }
+}
+
+/// Answers a bridged call: the CL's JWT checked (the gateway signs its own token for the EL:
+/// a token cannot be forwarded onto a different request), then translated, asked and
+/// translated back. The answer is in the caller's transport.
+pub(crate) async fn answer(
+    direction: Direction,
+    call: &Call,
+    headers: &HeaderMap,
+    config: &ProxyConfig,
+) -> Bridged {
+    let secret = match crate::jwt::authenticate(config.jwt.as_ref(), headers) {
+        Ok(secret) => Ok(secret),
+        Err(Denied::Refused(why)) => Err(unauthorized(&why)),
+        Err(Denied::NoSecret) => Err(problem(
+            Problem::Internal,
+            match direction {
+                Direction::ToJson(_) => {
+                    "the REST-SSZ bridge needs --jwt-secret (it signs its own upstream tokens)"
+                }
+                Direction::ToRest(_) => "the JSON-RPC -> REST-SSZ bridge needs --jwt-secret",
+            },
+        )),
+    };
+    let id = call.rpc.as_ref().and_then(|rpc| rpc.id.as_deref());
+    match (direction, secret) {
+        (Direction::ToJson(route), Ok(secret)) => {
+            rest_to_json(call, headers, &route, secret, config).await
+        }
+        (Direction::ToJson(_), Err(refused)) => refused,
+        (Direction::ToRest(m), Ok(secret)) => {
+            as_json_rpc(json_to_rest(call, m, secret, config).await, id)
+        }
+        (Direction::ToRest(_), Err(refused)) => as_json_rpc(refused, id),
+    }
 }
 
 /// Translates one REST call (already routed) to JSON-RPC, calls the EL, and translates back.
-pub(crate) async fn rest_to_json(
-    method: &http::Method,
-    target: &str,
+async fn rest_to_json(
+    call: &Call,
     headers: &HeaderMap,
     route: &Route,
-    body: Bytes,
+    secret: &JwtSecret,
     config: &ProxyConfig,
 ) -> Bridged {
-    let Some(secret) = &config.jwt else {
-        return problem(
-            Problem::Internal,
-            "the REST-SSZ bridge needs --jwt-secret (it signs its own upstream tokens)",
-        );
-    };
-    match bearer(headers) {
-        None => return unauthorized("no bearer token"),
-        Some(token) => {
-            if let Err(why) = secret.verify(token) {
-                return unauthorized(&why);
-            }
-        }
-    }
     if let Some(coding) = crate::classify::request_coding(headers) {
         return problem(
             Problem::UnsupportedMediaType,
@@ -233,18 +271,15 @@ pub(crate) async fn rest_to_json(
             );
         }
     }
-    let fork_header = headers
-        .get(method::FORK_HEADER)
-        .and_then(|v| v.to_str().ok());
     let started = Instant::now();
-    let call = match translate::request_from_rest(method.as_str(), target, fork_header, &body) {
-        Ok(call) => call,
+    let rpc = match translate::request_from_route(route, call.fork.as_deref(), &call.body) {
+        Ok(rpc) => rpc,
         Err(e) => return problem(request_problem(&e), e.to_string()),
     };
     let rpc_body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"{}","params":{}}}"#,
-        call.method.name,
-        String::from_utf8_lossy(&call.params)
+        rpc.method.name,
+        String::from_utf8_lossy(&rpc.params)
     );
     let translate_request_us = started.elapsed().as_micros() as u64;
     let upstream_request_bytes = rpc_body.len() as u64;
@@ -283,7 +318,7 @@ pub(crate) async fn rest_to_json(
     };
     let upstream_us = sent.elapsed().as_micros() as u64;
     let started = Instant::now();
-    let response = translate::rpc_answer_to_rest(call.method, call.fork, &answer);
+    let response = translate::rpc_answer_to_rest(rpc.method, rpc.fork, &answer);
     Bridged {
         response,
         translate_request_us: Some(translate_request_us),
@@ -318,38 +353,18 @@ fn unauthorized(why: &str) -> Bridged {
 }
 
 /// Translates one JSON-RPC call to REST-SSZ, calls the EL, and translates the answer back.
-/// `None` when the call has no REST form (or is a batch): the caller relays it as it is.
-pub(crate) async fn json_to_rest(
-    headers: &HeaderMap,
-    body: &Bytes,
+async fn json_to_rest(
+    call: &Call,
+    m: &'static MethodSpec,
+    secret: &JwtSecret,
     config: &ProxyConfig,
-) -> Option<(Bridged, Option<Bytes>)> {
-    let envelope = scan::envelope(body)?;
-    let name = envelope.method?;
-    let m = method::by_name(name).ok()?;
-    // exchangeCapabilities stays JSON-RPC (it is how the CL learns the JSON methods).
-    if m.family == method::Family::ExchangeCapabilities {
-        return None;
-    }
-    let id = envelope.id.map(Bytes::copy_from_slice);
-    let Some(secret) = &config.jwt else {
-        return Some((
-            problem(
-                Problem::Internal,
-                "the JSON-RPC -> REST-SSZ bridge needs --jwt-secret",
-            ),
-            id,
-        ));
-    };
-    match bearer(headers) {
-        None => return Some((unauthorized("no bearer token"), id)),
-        Some(token) => {
-            if let Err(why) = secret.verify(token) {
-                return Some((unauthorized(&why), id));
-            }
-        }
-    }
-    let params = envelope.params.unwrap_or(b"[]");
+) -> Bridged {
+    let id = call.rpc.as_ref().and_then(|rpc| rpc.id.as_deref());
+    let params = call
+        .rpc
+        .as_ref()
+        .and_then(|rpc| rpc.params.as_deref())
+        .unwrap_or(b"[]");
     // Which forks are asked, in which order, and how bodies of several eras merge: the
     // translation's policy (`translate::ForkPlan`); here only the sending and the timing.
     let mut plan = translate::ForkPlan::new(m, params);
@@ -367,7 +382,7 @@ pub(crate) async fn json_to_rest(
         let sent = Instant::now();
         let (status, answer) = match call_rest(config, secret, m, rest).await {
             Ok(answer) => answer,
-            Err(detail) => return Some((problem(Problem::Internal, detail), id)),
+            Err(detail) => return problem(Problem::Internal, detail),
         };
         upstream_us += sent.elapsed().as_micros() as u64;
         upstream_response_bytes += answer.len() as u64;
@@ -377,32 +392,29 @@ pub(crate) async fn json_to_rest(
     }
     let started = Instant::now();
     let json = match plan.outcome() {
-        Ok(outcome) => rpc_result(id.as_deref(), outcome.as_deref()),
-        Err(e) => return Some((problem(e.problem(), e.to_string()), id)),
+        Ok(outcome) => rpc_result(id, outcome.as_deref()),
+        Err(e) => return problem(e.problem(), e.to_string()),
     };
-    Some((
-        Bridged {
-            response: RestResponse {
-                status: 200,
-                content_type: Some(method::JSON_CONTENT_TYPE),
-                no_store: false,
-                body: json,
-            },
-            translate_request_us: Some(translate_request_us),
-            translate_response_us: Some(started.elapsed().as_micros() as u64),
-            upstream_request_bytes: Some(upstream_request_bytes),
-            upstream_response_bytes: Some(upstream_response_bytes),
-            upstream_us: Some(upstream_us),
+    Bridged {
+        response: RestResponse {
+            status: 200,
+            content_type: Some(method::JSON_CONTENT_TYPE),
+            no_store: false,
+            body: json,
         },
-        id,
-    ))
+        translate_request_us: Some(translate_request_us),
+        translate_response_us: Some(started.elapsed().as_micros() as u64),
+        upstream_request_bytes: Some(upstream_request_bytes),
+        upstream_response_bytes: Some(upstream_response_bytes),
+        upstream_us: Some(upstream_us),
+    }
 }
 
 /// Sends one translated REST request upstream with the gateway's token; the status and the
 /// decoded body, or what went wrong.
 async fn call_rest(
     config: &ProxyConfig,
-    secret: &crate::JwtSecret,
+    secret: &JwtSecret,
     m: &MethodSpec,
     rest: translate::RestRequest,
 ) -> Result<(u16, Bytes), String> {
@@ -457,7 +469,7 @@ fn rpc_result(id: Option<&[u8]>, outcome: Result<&[u8], &RpcError>) -> Vec<u8> {
 }
 
 /// A bridged JSON-RPC refusal: the problem as a JSON-RPC error object (HTTP 401 stays 401).
-pub(crate) fn as_json_rpc(bridged: Bridged, id: Option<&[u8]>) -> Bridged {
+fn as_json_rpc(bridged: Bridged, id: Option<&[u8]>) -> Bridged {
     if bridged.response.content_type != Some(method::PROBLEM_CONTENT_TYPE) {
         return bridged;
     }
