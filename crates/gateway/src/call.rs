@@ -181,7 +181,8 @@ pub(crate) fn now_unix_us() -> i64 {
         .map_or(0, |d| d.as_micros() as i64)
 }
 
-fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
+/// A header's value, when it is text.
+pub(crate) fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())

@@ -92,19 +92,7 @@ pub(crate) fn classify(call: &mut Call, headers: &HeaderMap) -> Result<(), Refus
 fn scan_json_rpc(headers: &HeaderMap, body: &Bytes) -> Result<RpcEnvelope, Refusal> {
     let piece = |raw: &[u8]| body.slice_ref(raw);
     if let Some(coding) = request_coding(headers) {
-        // No EL takes a coded JSON-RPC request, and its calls could not be read here
-        // without expanding it: refused as it is.
-        let first_id =
-            scan::calls(body).and_then(|calls| scan::envelope(calls.first()?)?.id.map(piece));
-        return Err(Refusal {
-            id: first_id,
-            ..refuse(
-                Problem::InvalidRequest,
-                format!(
-                    "Content-Encoding {coding:?} on a JSON-RPC request: the Engine API's JSON-RPC takes plain JSON"
-                ),
-            )
-        });
+        return Err(coded_json_rpc(coding, body));
     }
     let calls = scan::calls(body).ok_or_else(|| {
         refuse(
@@ -164,6 +152,26 @@ fn scan_json_rpc(headers: &HeaderMap, body: &Bytes) -> Result<RpcEnvelope, Refus
         });
     }
     Ok(first.expect("a batch of at least one call, each scanned"))
+}
+
+/// The refusal of a JSON-RPC request with a content coding: no EL takes one, and its calls
+/// could not be read here without expanding it, so it is refused as it is (echoing the first
+/// call's id should the body be plain JSON after all).
+fn coded_json_rpc(coding: &str, body: &Bytes) -> Refusal {
+    let first_id = scan::calls(body).and_then(|calls| {
+        scan::envelope(calls.first()?)?
+            .id
+            .map(|id| body.slice_ref(id))
+    });
+    Refusal {
+        id: first_id,
+        ..refuse(
+            Problem::InvalidRequest,
+            format!(
+                "Content-Encoding {coding:?} on a JSON-RPC request: the Engine API's JSON-RPC takes plain JSON"
+            ),
+        )
+    }
 }
 
 /// The JSON-RPC error body for a refusal.

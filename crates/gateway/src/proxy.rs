@@ -1,5 +1,9 @@
 //! The snooping relay: one port for JSON-RPC (`POST /`, single and batch), REST-SSZ
-//! (`/engine/v1/...`) and WebSocket upgrades, over HTTP/1.1 and h2c.
+//! (`/engine/v1/...`) and WebSocket upgrades, over HTTP/1.1 and h2c. Here: serving
+//! connections, the stages of a call (`handle`), relaying, and answering refusals.
+//!
+//! Not here: what a call is (`call` from its head, `classify` from its body), translating
+//! between transports (`bridge`), the WebSocket message relay (`ws`).
 
 use std::{
     convert::Infallible,
@@ -21,7 +25,7 @@ use sszgate_record::{Capture, ErrorSide, Recorder, Transport};
 use tokio::net::TcpListener;
 
 use crate::{
-    call::{Call, now_unix_us},
+    call::{Call, header_str, now_unix_us},
     classify::{self, Refusal},
     jwt::Denied,
     tap::{Tap, Timing},
@@ -599,12 +603,4 @@ async fn websocket(
         }
     });
     answer.body(full(Bytes::new())).expect("a valid response")
-}
-
-/// A header's value, when it is text.
-fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
 }
