@@ -247,29 +247,8 @@ async fn rest_to_json(
     secret: &JwtSecret,
     config: &ProxyConfig,
 ) -> Bridged {
-    if let Some(coding) = crate::classify::request_coding(headers) {
-        return problem(
-            Problem::UnsupportedMediaType,
-            format!(
-                "Content-Encoding {coding:?} on a request: the bridge takes uncompressed SSZ (the spec compresses answers only)"
-            ),
-        );
-    }
-    if route.resource.http_method() == HttpMethod::Post && !route.resource.is_json() {
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !content_type.starts_with(method::SSZ_CONTENT_TYPE) {
-            return problem(
-                Problem::UnsupportedMediaType,
-                format!(
-                    "Content-Type {content_type:?}: {} takes {}",
-                    route.resource,
-                    method::SSZ_CONTENT_TYPE
-                ),
-            );
-        }
+    if let Some(refused) = media_refusal(headers, route) {
+        return refused;
     }
     let started = Instant::now();
     let rpc = match translate::request_from_route(route, call.fork.as_deref(), &call.body) {
@@ -327,6 +306,36 @@ async fn rest_to_json(
         upstream_response_bytes: Some(answer.len() as u64),
         upstream_us: Some(upstream_us),
     }
+}
+
+/// The refusal of a REST-SSZ request the bridge does not take: it takes uncompressed SSZ (the
+/// spec compresses answers only), with an SSZ `Content-Type` on a POST of an SSZ resource.
+fn media_refusal(headers: &HeaderMap, route: &Route) -> Option<Bridged> {
+    if let Some(coding) = crate::classify::request_coding(headers) {
+        return Some(problem(
+            Problem::UnsupportedMediaType,
+            format!(
+                "Content-Encoding {coding:?} on a request: the bridge takes uncompressed SSZ (the spec compresses answers only)"
+            ),
+        ));
+    }
+    if route.resource.http_method() == HttpMethod::Post && !route.resource.is_json() {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type.starts_with(method::SSZ_CONTENT_TYPE) {
+            return Some(problem(
+                Problem::UnsupportedMediaType,
+                format!(
+                    "Content-Type {content_type:?}: {} takes {}",
+                    route.resource,
+                    method::SSZ_CONTENT_TYPE
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// The problem of a request that does not translate: the spec's type for the error, except
