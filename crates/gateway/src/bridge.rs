@@ -1,12 +1,17 @@
-//! The bridge: a CL speaking REST-SSZ in front of an EL speaking JSON-RPC.
+//! The bridge: a CL speaking one transport in front of an EL speaking the other, either way.
 //!
 //! One REST call becomes one `engine_*Vn` call for the fork in `Eth-Execution-Version` (the
 //! method table decides which), and the JSON-RPC answer becomes the REST answer the spec
 //! requires: SSZ body, `204` for empty blob answers, `Cache-Control: no-store` on payload
-//! retrieval, problem+json with the mapped type for errors. The CL's JWT is verified here and
+//! retrieval, problem+json with the mapped type for errors. A JSON-RPC call with a REST form
+//! becomes REST requests the other way. The CL's JWT is checked (with `jwt::authenticate`) and
 //! the gateway signs its own for the upstream (a token cannot be forwarded onto a different
 //! request). Nothing is forwarded half-translated: a request that does not translate is
 //! answered here; an answer that does not translate becomes `500 internal` naming the fault.
+//!
+//! Not here: which forks are asked in which order, when an older one is tried, and how
+//! bodies of several eras merge (`sszgate_engine::translate`'s `ForkPlan`); this module only
+//! sends, reads and times.
 
 use std::time::Instant;
 
@@ -14,15 +19,14 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use sszgate_engine::{
-    Fork, MethodSpec, Problem,
+    MethodSpec, Problem,
     coding::{self, Coding},
     method::{self, HttpMethod, Route},
-    scan,
     translate::{self, RestResponse, RpcError},
 };
 use sszgate_record::Capture;
 
-use crate::{ProxyConfig, upstream::UpstreamError};
+use crate::{JwtSecret, ProxyConfig, call::Call, jwt::Denied, upstream::UpstreamError};
 
 /// How the gateway talks to the upstream EL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,73 +182,83 @@ async fn read_answer(
     Ok((status, decoded))
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
+/// Which way a call crosses the bridge.
+pub(crate) enum Direction {
+    /// A JSON-RPC call of this method to a REST-SSZ EL.
+    ToRest(&'static MethodSpec),
+    /// A REST-SSZ call to a JSON-RPC EL.
+    ToJson(Route),
+}
+
+/// The way `call` crosses the bridge when the two sides speak different transports; `None`
+/// when it is relayed as it is (same transport, a batch, a method without a REST form, and
+/// exchangeCapabilities, which stays JSON-RPC: it is how the CL learns the JSON methods).
+pub(crate) fn direction(call: &Call, upstream: UpstreamTransport) -> Option<Direction> {
+    match (upstream, &call.rpc, call.route()) {
+        (UpstreamTransport::Ssz, Some(rpc), _) if rpc.single => {
+            let m = method::by_name(rpc.method.as_deref()?).ok()?;
+            (m.family != method::Family::ExchangeCapabilities).then_some(Direction::ToRest(m))
+        }
+        (UpstreamTransport::Json, None, Some(route)) => Some(Direction::ToJson(route.clone())),
+        _ => None,
+    }
+}
+
+/// Answers a bridged call: the CL's JWT checked (the gateway signs its own token for the EL:
+/// a token cannot be forwarded onto a different request), then translated, asked and
+/// translated back. The answer is in the caller's transport.
+pub(crate) async fn answer(
+    direction: Direction,
+    call: &Call,
+    headers: &HeaderMap,
+    config: &ProxyConfig,
+) -> Bridged {
+    let secret = match crate::jwt::authenticate(config.jwt.as_ref(), headers) {
+        Ok(secret) => Ok(secret),
+        Err(Denied::Refused(why)) => Err(unauthorized(&why)),
+        Err(Denied::NoSecret) => Err(problem(
+            Problem::Internal,
+            match direction {
+                Direction::ToJson(_) => {
+                    "the REST-SSZ bridge needs --jwt-secret (it signs its own upstream tokens)"
+                }
+                Direction::ToRest(_) => "the JSON-RPC -> REST-SSZ bridge needs --jwt-secret",
+            },
+        )),
+    };
+    let id = call.rpc.as_ref().and_then(|rpc| rpc.id.as_deref());
+    match (direction, secret) {
+        (Direction::ToJson(route), Ok(secret)) => {
+            rest_to_json(call, headers, &route, secret, config).await
+        }
+        (Direction::ToJson(_), Err(refused)) => refused,
+        (Direction::ToRest(m), Ok(secret)) => {
+            as_json_rpc(json_to_rest(call, m, secret, config).await, id)
+        }
+        (Direction::ToRest(_), Err(refused)) => as_json_rpc(refused, id),
+    }
 }
 
 /// Translates one REST call (already routed) to JSON-RPC, calls the EL, and translates back.
-pub(crate) async fn rest_to_json(
-    method: &http::Method,
-    target: &str,
+async fn rest_to_json(
+    call: &Call,
     headers: &HeaderMap,
     route: &Route,
-    body: Bytes,
+    secret: &JwtSecret,
     config: &ProxyConfig,
 ) -> Bridged {
-    let Some(secret) = &config.jwt else {
-        return problem(
-            Problem::Internal,
-            "the REST-SSZ bridge needs --jwt-secret (it signs its own upstream tokens)",
-        );
-    };
-    match bearer(headers) {
-        None => return unauthorized("no bearer token"),
-        Some(token) => {
-            if let Err(why) = secret.verify(token) {
-                return unauthorized(&why);
-            }
-        }
+    if let Some(refused) = media_refusal(headers, route) {
+        return refused;
     }
-    if let Some(coding) = crate::classify::request_coding(headers) {
-        return problem(
-            Problem::UnsupportedMediaType,
-            format!(
-                "Content-Encoding {coding:?} on a request: the bridge takes uncompressed SSZ (the spec compresses answers only)"
-            ),
-        );
-    }
-    if route.resource.http_method() == HttpMethod::Post && !route.resource.is_json() {
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !content_type.starts_with(method::SSZ_CONTENT_TYPE) {
-            return problem(
-                Problem::UnsupportedMediaType,
-                format!(
-                    "Content-Type {content_type:?}: {} takes {}",
-                    route.resource,
-                    method::SSZ_CONTENT_TYPE
-                ),
-            );
-        }
-    }
-    let fork_header = headers
-        .get(method::FORK_HEADER)
-        .and_then(|v| v.to_str().ok());
     let started = Instant::now();
-    let call = match translate::request_from_rest(method.as_str(), target, fork_header, &body) {
-        Ok(call) => call,
+    let rpc = match translate::request_from_route(route, call.fork.as_deref(), &call.body) {
+        Ok(rpc) => rpc,
         Err(e) => return problem(request_problem(&e), e.to_string()),
     };
     let rpc_body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"{}","params":{}}}"#,
-        call.method.name,
-        String::from_utf8_lossy(&call.params)
+        rpc.method.name,
+        String::from_utf8_lossy(&rpc.params)
     );
     let translate_request_us = started.elapsed().as_micros() as u64;
     let upstream_request_bytes = rpc_body.len() as u64;
@@ -283,37 +297,7 @@ pub(crate) async fn rest_to_json(
     };
     let upstream_us = sent.elapsed().as_micros() as u64;
     let started = Instant::now();
-    let response = match scan::envelope(&answer) {
-        Some(envelope) if envelope.error.is_some() => {
-            let error = envelope.error.unwrap_or_default();
-            let error: RpcError = serde_json::from_slice(error).unwrap_or(RpcError {
-                code: -32603,
-                message: String::from_utf8_lossy(error).into_owned(),
-            });
-            translate::error_to_problem(&error)
-        }
-        Some(envelope) if envelope.result.is_some() => {
-            let result = envelope.result.unwrap_or_default();
-            match translate::result_to_rest(call.method, call.fork, result) {
-                Ok(response) => response,
-                // A payload of another fork than the header's: the CL asked under the wrong fork.
-                Err(e @ sszgate_engine::Error::WrongFork { .. }) => {
-                    translate::problem_response(Problem::UnsupportedFork, Some(e.to_string()))
-                }
-                Err(e) => translate::problem_response(
-                    Problem::Internal,
-                    Some(format!(
-                        "the EL's {} answer does not translate: {e}",
-                        call.method.name
-                    )),
-                ),
-            }
-        }
-        _ => translate::problem_response(
-            Problem::Internal,
-            Some("the EL's answer is not a JSON-RPC response".into()),
-        ),
-    };
+    let response = translate::rpc_answer_to_rest(rpc.method, rpc.fork, &answer);
     Bridged {
         response,
         translate_request_us: Some(translate_request_us),
@@ -322,6 +306,36 @@ pub(crate) async fn rest_to_json(
         upstream_response_bytes: Some(answer.len() as u64),
         upstream_us: Some(upstream_us),
     }
+}
+
+/// The refusal of a REST-SSZ request the bridge does not take: it takes uncompressed SSZ (the
+/// spec compresses answers only), with an SSZ `Content-Type` on a POST of an SSZ resource.
+fn media_refusal(headers: &HeaderMap, route: &Route) -> Option<Bridged> {
+    if let Some(coding) = crate::classify::request_coding(headers) {
+        return Some(problem(
+            Problem::UnsupportedMediaType,
+            format!(
+                "Content-Encoding {coding:?} on a request: the bridge takes uncompressed SSZ (the spec compresses answers only)"
+            ),
+        ));
+    }
+    if route.resource.http_method() == HttpMethod::Post && !route.resource.is_json() {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type.starts_with(method::SSZ_CONTENT_TYPE) {
+            return Some(problem(
+                Problem::UnsupportedMediaType,
+                format!(
+                    "Content-Type {content_type:?}: {} takes {}",
+                    route.resource,
+                    method::SSZ_CONTENT_TYPE
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// The problem of a request that does not translate: the spec's type for the error, except
@@ -348,153 +362,68 @@ fn unauthorized(why: &str) -> Bridged {
 }
 
 /// Translates one JSON-RPC call to REST-SSZ, calls the EL, and translates the answer back.
-/// `None` when the call has no REST form (or is a batch): the caller relays it as it is.
-pub(crate) async fn json_to_rest(
-    headers: &HeaderMap,
-    body: &Bytes,
+async fn json_to_rest(
+    call: &Call,
+    m: &'static MethodSpec,
+    secret: &JwtSecret,
     config: &ProxyConfig,
-) -> Option<(Bridged, Option<Bytes>)> {
-    let envelope = scan::envelope(body)?;
-    let name = envelope.method?;
-    let m = method::by_name(name).ok()?;
-    // exchangeCapabilities stays JSON-RPC (it is how the CL learns the JSON methods).
-    if m.family == method::Family::ExchangeCapabilities {
-        return None;
-    }
-    let id = envelope.id.map(Bytes::copy_from_slice);
-    let Some(secret) = &config.jwt else {
-        return Some((
-            problem(
-                Problem::Internal,
-                "the JSON-RPC -> REST-SSZ bridge needs --jwt-secret",
-            ),
-            id,
-        ));
-    };
-    match bearer(headers) {
-        None => return Some((unauthorized("no bearer token"), id)),
-        Some(token) => {
-            if let Err(why) = secret.verify(token) {
-                return Some((unauthorized(&why), id));
-            }
-        }
-    }
-    let params = envelope.params.unwrap_or(b"[]");
-    // A method that serves several forks: the newest first; an older one when the params only
-    // fit it (a newPayloadV2 payload without withdrawals is a Paris one) or when the EL says
-    // the answer is of another fork (a getPayloadV2 build from the Paris era). Bodies are
-    // fork-scoped by era on REST but not on JSON-RPC V1: entries a fork does not have are asked
-    // again of the older forks, and merged.
-    // getBlobsV1 answers a 204 with a null per requested hash.
-    let requested = scan::array_elements(params)
-        .and_then(|p| p.first().and_then(|h| scan::array_elements(h)))
-        .map_or(0, |h| h.len());
-    let bodies = matches!(
-        m.family,
-        method::Family::BodiesByHash | method::Family::BodiesByRange
-    );
-    let mut last = None;
+) -> Bridged {
+    let id = call.rpc.as_ref().and_then(|rpc| rpc.id.as_deref());
+    let params = call
+        .rpc
+        .as_ref()
+        .and_then(|rpc| rpc.params.as_deref())
+        .unwrap_or(b"[]");
+    // Which forks are asked, in which order, and how bodies of several eras merge: the
+    // translation's policy (`translate::ForkPlan`); here only the sending and the timing.
+    let mut plan = translate::ForkPlan::new(m, params);
     let mut translate_request_us = 0;
     let mut upstream_request_bytes = 0;
     let mut upstream_response_bytes = 0;
     let mut upstream_us = 0;
-    let mut outcome: Option<(Fork, u16, Bytes)> = None;
-    let mut merged: Option<Vec<serde_json::Value>> = None;
-    for &fork in m.forks.iter().rev() {
+    loop {
         let started = Instant::now();
-        let rest = match translate::request_to_rest(name, params, Some(fork)) {
-            Ok(rest) => rest,
-            Err(e) => {
-                last.get_or_insert(e);
-                continue;
-            }
+        let Some((fork, rest)) = plan.next_request() else {
+            break;
         };
         translate_request_us += started.elapsed().as_micros() as u64;
         upstream_request_bytes += rest.body.len() as u64;
         let sent = Instant::now();
         let (status, answer) = match call_rest(config, secret, m, rest).await {
             Ok(answer) => answer,
-            Err(detail) => return Some((problem(Problem::Internal, detail), id)),
+            Err(detail) => return problem(Problem::Internal, detail),
         };
         upstream_us += sent.elapsed().as_micros() as u64;
         upstream_response_bytes += answer.len() as u64;
-        let wrong_fork = status == 400
-            && translate::error_from_problem(status, &answer).code
-                == Problem::UnsupportedFork.rpc_code();
-        if bodies
-            && status == 200
-            && let Ok(Ok(result)) = translate::result_from_rest(m, fork, status, &answer, requested)
-            && let Ok(serde_json::Value::Array(entries)) =
-                serde_json::from_slice::<serde_json::Value>(&result)
-        {
-            let all = merged.get_or_insert_with(Vec::new);
-            if all.len() < entries.len() {
-                all.resize(entries.len(), serde_json::Value::Null);
-            }
-            for (slot, entry) in all.iter_mut().zip(entries) {
-                if slot.is_null() {
-                    *slot = entry;
-                }
-            }
-            outcome = Some((fork, status, answer));
-            if all.iter().all(|e| !e.is_null()) {
-                break;
-            }
-            continue;
-        }
-        if merged.is_some() {
-            break;
-        }
-        outcome = Some((fork, status, answer));
-        if !wrong_fork {
+        if plan.answer(fork, status, answer) == translate::NextStep::Done {
             break;
         }
     }
-    let Some((fork, status, answer)) = outcome else {
-        let e = last.expect("every method serves a fork");
-        return Some((problem(e.problem(), e.to_string()), id));
-    };
     let started = Instant::now();
-    let json = match merged {
-        Some(entries) => rpc_result(
-            id.as_deref(),
-            Ok(&serde_json::to_vec(&entries).expect("JSON values serialize")),
-        ),
-        None => match translate::result_from_rest(m, fork, status, &answer, requested) {
-            Ok(Ok(result)) => rpc_result(id.as_deref(), Ok(&result)),
-            Ok(Err(error)) => rpc_result(id.as_deref(), Err(&error)),
-            Err(e) => rpc_result(
-                id.as_deref(),
-                Err(&RpcError {
-                    code: -32603,
-                    message: format!("the EL's {} answer does not translate: {e}", m.resource),
-                }),
-            ),
-        },
+    let json = match plan.outcome() {
+        Ok(outcome) => rpc_result(id, outcome.as_deref()),
+        Err(e) => return problem(e.problem(), e.to_string()),
     };
-    Some((
-        Bridged {
-            response: RestResponse {
-                status: 200,
-                content_type: Some(method::JSON_CONTENT_TYPE),
-                no_store: false,
-                body: json,
-            },
-            translate_request_us: Some(translate_request_us),
-            translate_response_us: Some(started.elapsed().as_micros() as u64),
-            upstream_request_bytes: Some(upstream_request_bytes),
-            upstream_response_bytes: Some(upstream_response_bytes),
-            upstream_us: Some(upstream_us),
+    Bridged {
+        response: RestResponse {
+            status: 200,
+            content_type: Some(method::JSON_CONTENT_TYPE),
+            no_store: false,
+            body: json,
         },
-        id,
-    ))
+        translate_request_us: Some(translate_request_us),
+        translate_response_us: Some(started.elapsed().as_micros() as u64),
+        upstream_request_bytes: Some(upstream_request_bytes),
+        upstream_response_bytes: Some(upstream_response_bytes),
+        upstream_us: Some(upstream_us),
+    }
 }
 
 /// Sends one translated REST request upstream with the gateway's token; the status and the
 /// decoded body, or what went wrong.
 async fn call_rest(
     config: &ProxyConfig,
-    secret: &crate::JwtSecret,
+    secret: &JwtSecret,
     m: &MethodSpec,
     rest: translate::RestRequest,
 ) -> Result<(u16, Bytes), String> {
@@ -549,7 +478,7 @@ fn rpc_result(id: Option<&[u8]>, outcome: Result<&[u8], &RpcError>) -> Vec<u8> {
 }
 
 /// A bridged JSON-RPC refusal: the problem as a JSON-RPC error object (HTTP 401 stays 401).
-pub(crate) fn as_json_rpc(bridged: Bridged, id: Option<&[u8]>) -> Bridged {
+fn as_json_rpc(bridged: Bridged, id: Option<&[u8]>) -> Bridged {
     if bridged.response.content_type != Some(method::PROBLEM_CONTENT_TYPE) {
         return bridged;
     }

@@ -1,48 +1,54 @@
-//! Classification of an incoming request: which transport, which call, and whether it can be
-//! relayed at all. Reads the path, the headers and, for JSON-RPC, the envelope (`method`,
-//! `id`) with the scanner; never the params.
+//! Refusals and classification: what the gateway refuses, and how a refusal is shaped. The
+//! body of a call is classified here, once: a JSON-RPC body by its envelope (`method`, `id`,
+//! read with the scanner; never the params), a REST-SSZ call by the route its head named.
+//!
+//! Not here: what a call is from its head and the transport rule (`call`), answering and
+//! recording a refusal (`proxy`).
 
 use bytes::Bytes;
-use http::{HeaderMap, Method};
-use sszgate_engine::{Problem, method::Route, scan};
-use sszgate_record::Transport;
+use http::{HeaderMap, StatusCode};
+use sszgate_engine::{Problem, scan};
+use sszgate_record::{ErrorSide, Transport};
 
-/// What a request is.
-#[derive(Clone, Debug)]
-pub(crate) enum Class {
-    /// JSON-RPC `POST /`: the method of the first call (batches have several), and its id.
-    JsonRpc {
-        /// Method of the (first) call.
-        method: Option<String>,
-    },
-    /// REST-SSZ under `/engine/v1/`.
-    Rest(Route),
-}
+use crate::call::{Call, RpcEnvelope};
 
-impl Class {
-    pub(crate) fn transport(&self) -> Transport {
-        match self {
-            Class::JsonRpc { .. } => Transport::JsonRpc,
-            Class::Rest(_) => Transport::RestSsz,
-        }
-    }
-}
-
-/// A request the gateway answers itself, with the problem and a message.
+/// A request the gateway answers itself: the problem, a message, and whose fault it is.
 #[derive(Clone, Debug)]
 pub(crate) struct Refusal {
     pub(crate) problem: Problem,
     pub(crate) message: String,
     /// The JSON-RPC id to echo (raw JSON), when there was one.
     pub(crate) id: Option<Bytes>,
+    /// Whose fault: the CL's unless said otherwise.
+    pub(crate) side: ErrorSide,
+    /// The HTTP status, when HTTP itself must say it (a timeout, an upstream failure) rather
+    /// than the problem's.
+    pub(crate) status: Option<StatusCode>,
 }
 
-/// A refusal without a JSON-RPC id (the caller adds one when it knows it).
+impl Refusal {
+    /// The same refusal, the fault of `side`.
+    pub(crate) fn by(self, side: ErrorSide) -> Refusal {
+        Refusal { side, ..self }
+    }
+
+    /// The same refusal, answered with `status`.
+    pub(crate) fn with_status(self, status: StatusCode) -> Refusal {
+        Refusal {
+            status: Some(status),
+            ..self
+        }
+    }
+}
+
+/// A refusal of the CL's call, without a JSON-RPC id (the caller adds one when it knows it).
 pub(crate) fn refuse(problem: Problem, message: impl Into<String>) -> Refusal {
     Refusal {
         problem,
         message: message.into(),
         id: None,
+        side: ErrorSide::Cl,
+        status: None,
     }
 }
 
@@ -54,86 +60,118 @@ pub(crate) fn request_coding(headers: &HeaderMap) -> Option<&str> {
         .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
 }
 
-/// True for a JSON-RPC request target.
-pub(crate) fn is_json_rpc(method: &Method, path: &str) -> bool {
-    method == Method::POST && (path == "/" || path.is_empty())
+/// Classifies a call whose body has been read: a JSON-RPC body gets its envelope scanned
+/// into `call.rpc`; a REST-SSZ call needs the route its head named; anything else is refused.
+pub(crate) fn classify(call: &mut Call, headers: &HeaderMap) -> Result<(), Refusal> {
+    match call.transport {
+        Transport::JsonRpc => {
+            call.rpc = Some(scan_json_rpc(headers, &call.body)?);
+            Ok(())
+        }
+        Transport::RestSsz => match &call.route {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(refusal)) => Err(refusal.clone()),
+            None => unreachable!("a REST-SSZ call's route is parsed with its head"),
+        },
+        Transport::Other | Transport::WebSocket => {
+            let path = call.target.split('?').next().unwrap_or_default();
+            Err(refuse(
+                Problem::MethodNotFound,
+                format!(
+                    "no Engine API endpoint at {} {path} (JSON-RPC is POST /, REST-SSZ is under /engine/v1/)",
+                    call.method
+                ),
+            ))
+        }
+    }
 }
 
-/// Classifies a request whose body has been read.
-pub(crate) fn classify(
-    method: &Method,
-    target: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<Class, Refusal> {
-    let path = target.split('?').next().unwrap_or_default();
-    if is_json_rpc(method, path) {
-        if let Some(coding) = request_coding(headers) {
-            // No EL takes a coded JSON-RPC request, and its calls could not be read here
-            // without expanding it: refused as it is.
-            return Err(refuse(
+/// The envelope of a JSON-RPC body: every call scanned and held to its method's size limit,
+/// the first call's method and id kept. A refusal echoes the id of the call it is about, or
+/// else the first call's.
+fn scan_json_rpc(headers: &HeaderMap, body: &Bytes) -> Result<RpcEnvelope, Refusal> {
+    let piece = |raw: &[u8]| body.slice_ref(raw);
+    if let Some(coding) = request_coding(headers) {
+        return Err(coded_json_rpc(coding, body));
+    }
+    let calls = scan::calls(body).ok_or_else(|| {
+        refuse(
+            Problem::ParseError,
+            "request body is not a JSON-RPC object or batch",
+        )
+    })?;
+    if calls.is_empty() {
+        return Err(refuse(Problem::InvalidRequest, "empty JSON-RPC batch"));
+    }
+    // A body that is one object is a single call; an array, even of one, is a batch.
+    let single = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let mut first: Option<RpcEnvelope> = None;
+    let with_id = |refusal: Refusal, id: Option<&[u8]>, first: &Option<RpcEnvelope>| Refusal {
+        id: id
+            .map(piece)
+            .or_else(|| first.as_ref().and_then(|f| f.id.clone())),
+        ..refusal
+    };
+    for (i, call) in calls.iter().enumerate() {
+        let Some(envelope) = scan::envelope(call) else {
+            // An object that does not scan is broken JSON; anything else is not a call.
+            let object = call.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+            let refusal = if object {
+                refuse(Problem::ParseError, "request body is not valid JSON")
+            } else {
+                refuse(
+                    Problem::InvalidRequest,
+                    format!("call {i} of the body is not a JSON object"),
+                )
+            };
+            return Err(with_id(refusal, None, &first));
+        };
+        let Some(m) = envelope.method else {
+            let refusal = refuse(
                 Problem::InvalidRequest,
+                format!("call {i} has no \"method\" string"),
+            );
+            return Err(with_id(refusal, envelope.id, &first));
+        };
+        let limit = crate::sizes::json_call_limit(m);
+        if call.len() > limit {
+            let refusal = refuse(
+                Problem::RequestTooLarge,
                 format!(
-                    "Content-Encoding {coding:?} on a JSON-RPC request: the Engine API's JSON-RPC takes plain JSON"
+                    "call {i} is {} bytes, over the limit of {limit} bytes for {m}",
+                    call.len()
                 ),
-            ));
+            );
+            return Err(with_id(refusal, envelope.id, &first));
         }
-        let calls = scan::calls(body).ok_or_else(|| {
-            refuse(
-                Problem::ParseError,
-                "request body is not a JSON-RPC object or batch",
-            )
-        })?;
-        if calls.is_empty() {
-            return Err(refuse(Problem::InvalidRequest, "empty JSON-RPC batch"));
-        }
-        let mut first = None;
-        for (i, call) in calls.iter().enumerate() {
-            let Some(envelope) = scan::envelope(call) else {
-                // An object that does not scan is broken JSON; anything else is not a call.
-                let object = call.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-                return Err(if object {
-                    refuse(Problem::ParseError, "request body is not valid JSON")
-                } else {
-                    refuse(
-                        Problem::InvalidRequest,
-                        format!("call {i} of the body is not a JSON object"),
-                    )
-                });
-            };
-            let Some(m) = envelope.method else {
-                return Err(Refusal {
-                    problem: Problem::InvalidRequest,
-                    message: format!("call {i} has no \"method\" string"),
-                    id: envelope.id.map(Bytes::copy_from_slice),
-                });
-            };
-            let limit = crate::sizes::json_call_limit(m);
-            if call.len() > limit {
-                return Err(Refusal {
-                    problem: Problem::RequestTooLarge,
-                    message: format!(
-                        "call {i} is {} bytes, over the limit of {limit} bytes for {m}",
-                        call.len()
-                    ),
-                    id: envelope.id.map(Bytes::copy_from_slice),
-                });
-            }
-            first.get_or_insert_with(|| m.to_string());
-        }
-        return Ok(Class::JsonRpc { method: first });
+        first.get_or_insert_with(|| RpcEnvelope {
+            method: Some(m.to_string()),
+            id: envelope.id.map(piece),
+            params: envelope.params.filter(|_| single).map(piece),
+            single,
+        });
     }
-    if path.starts_with(sszgate_engine::method::REST_BASE) {
-        return Route::parse(method.as_str(), target)
-            .map(Class::Rest)
-            .map_err(|e| refuse(e.problem(), e.to_string()));
+    Ok(first.expect("a batch of at least one call, each scanned"))
+}
+
+/// The refusal of a JSON-RPC request with a content coding: no EL takes one, and its calls
+/// could not be read here without expanding it, so it is refused as it is (echoing the first
+/// call's id should the body be plain JSON after all).
+fn coded_json_rpc(coding: &str, body: &Bytes) -> Refusal {
+    let first_id = scan::calls(body).and_then(|calls| {
+        scan::envelope(calls.first()?)?
+            .id
+            .map(|id| body.slice_ref(id))
+    });
+    Refusal {
+        id: first_id,
+        ..refuse(
+            Problem::InvalidRequest,
+            format!(
+                "Content-Encoding {coding:?} on a JSON-RPC request: the Engine API's JSON-RPC takes plain JSON"
+            ),
+        )
     }
-    Err(refuse(
-        Problem::MethodNotFound,
-        format!(
-            "no Engine API endpoint at {method} {path} (JSON-RPC is POST /, REST-SSZ is under /engine/v1/)"
-        ),
-    ))
 }
 
 /// The JSON-RPC error body for a refusal.
@@ -155,12 +193,4 @@ pub(crate) fn problem_json(refusal: &Refusal) -> Bytes {
         detail: Some(refusal.message.clone()),
     };
     Bytes::from(serde_json::to_vec(&body).expect("a problem serializes"))
-}
-
-/// The id of the first call of a JSON-RPC body, to echo in an error about it.
-pub(crate) fn first_id(body: &[u8]) -> Option<Bytes> {
-    let calls = scan::calls(body)?;
-    scan::envelope(calls.first()?)?
-        .id
-        .map(Bytes::copy_from_slice)
 }

@@ -18,16 +18,22 @@
 //! Listeners never die silently: `accept` backs off from errors a listener can go on from
 //! (out of file descriptors, say) and ends the serve loop on any other, for the process to exit.
 //!
-//! Call lifecycle: accept → classify → forward (pooled client) → respond (streamed through the
-//! tap) → record (once, failures included). Errors the gateway answers itself (bad envelope,
-//! body too large, unknown path, upstream refused or timed out) are shaped for the caller's
-//! transport: a JSON-RPC error object, or problem+json for REST.
+//! Call lifecycle: accept → admit (`call`: from the head, a `Call` with its transport,
+//! route, body limit and, under `--auth verify`, its JWT checked; `classify`: from the body,
+//! read once and bounded, its JSON-RPC envelope scanned) → dispatch (relay with the pooled
+//! client, the bridge either way, or WebSocket) → respond (streamed through the tap) → record
+//! (once, failures included; the record is made of the `Call` in one place). The transport is
+//! decided in one function (`call::transport_of`), a JWT checked in one (`jwt::authenticate`),
+//! and a refusal answered in one (`proxy::refuse`). Errors the gateway answers itself (bad
+//! envelope, body too large, unknown path, upstream refused or timed out) are shaped for the
+//! caller's transport: a JSON-RPC error object, or problem+json for REST.
 //!
 //! Not here: what the messages mean (`sszgate-engine`), what is recorded and where
 //! (`sszgate-record`).
 
 mod accept;
 mod bridge;
+mod call;
 mod classify;
 mod control;
 mod enforce;

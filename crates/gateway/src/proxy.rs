@@ -1,11 +1,15 @@
 //! The snooping relay: one port for JSON-RPC (`POST /`, single and batch), REST-SSZ
-//! (`/engine/v1/...`) and WebSocket upgrades, over HTTP/1.1 and h2c.
+//! (`/engine/v1/...`) and WebSocket upgrades, over HTTP/1.1 and h2c. Here: serving
+//! connections, the stages of a call (`handle`), relaying, and answering refusals.
+//!
+//! Not here: what a call is (`call` from its head, `classify` from its body), translating
+//! between transports (`bridge`), the WebSocket message relay (`ws`).
 
 use std::{
     convert::Infallible,
     future::Future,
     sync::Arc,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use bytes::Bytes;
@@ -21,7 +25,9 @@ use sszgate_record::{Capture, ErrorSide, Recorder, Transport};
 use tokio::net::TcpListener;
 
 use crate::{
-    classify::{self, Class, Refusal},
+    call::{Call, header_str, now_unix_us},
+    classify::{self, Refusal},
+    jwt::Denied,
     tap::{Tap, Timing},
     upstream::{Upstream, UpstreamError},
 };
@@ -219,475 +225,288 @@ fn record_head_too_large(recorder: &Recorder, hard_head: usize) {
     });
 }
 
-fn now_unix_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
-
-fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-}
-
-fn http_version(version: http::Version) -> &'static str {
-    match version {
-        http::Version::HTTP_2 => "HTTP/2",
-        http::Version::HTTP_10 => "HTTP/1.0",
-        _ => "HTTP/1.1",
-    }
-}
-
 fn full(bytes: Bytes) -> ResponseBody {
     Full::new(bytes)
         .map_err(|never| match never {})
         .boxed_unsync()
 }
 
-/// The capture of a call as it arrives: time, request line, fork, CL client, encoding.
-fn new_capture(request: &Request<Incoming>, config: &ProxyConfig) -> Capture {
-    Capture {
-        arrival_unix_us: now_unix_us(),
-        http_version: http_version(request.version()),
-        target: request
-            .uri()
-            .path_and_query()
-            .map_or("/".into(), |pq| pq.as_str().to_string()),
-        fork: header_str(request.headers(), method::FORK_HEADER),
-        cl_client: header_str(request.headers(), method::CLIENT_VERSION_HEADER)
-            .or_else(|| config.cl_label.clone()),
-        encodings: (header_str(request.headers(), "content-encoding"), None),
-        ..Capture::default()
-    }
-}
-
-/// The transport a request speaks, judged from its method, path and headers only.
-fn transport_of(request: &Request<Incoming>) -> Transport {
-    if is_websocket_upgrade(request.headers()) {
-        Transport::WebSocket
-    } else if classify::is_json_rpc(request.method(), request.uri().path()) {
-        Transport::JsonRpc
-    } else if request.uri().path().starts_with(method::REST_BASE) {
-        Transport::RestSsz
-    } else {
-        Transport::Other
-    }
-}
-
-/// One call: read, classify, forward, and answer with a tapped body (or a gateway answer).
+/// One call, as a sequence of stages: admitted from its head (head size, JWT), then from its
+/// body (read once, bounded; classified once), then dispatched (WebSocket, bridge either way,
+/// or relay). A stage that refuses the call ends it with [`refuse`].
 async fn handle(
     request: Request<Incoming>,
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
 ) -> Result<Response<ResponseBody>, Infallible> {
-    let arrived = Instant::now();
-    let mut capture = new_capture(&request, &config);
-    let head = crate::sizes::head_bytes(&request);
-    if head > config.limits.max_header_bytes {
-        let json_rpc = classify::is_json_rpc(request.method(), request.uri().path());
-        capture.transport = Some(transport_of(&request));
-        let refusal = classify::refuse(
-            Problem::RequestTooLarge,
-            format!(
-                "request head of {head} bytes over the limit of {} bytes",
-                config.limits.max_header_bytes
-            ),
-        );
-        return Ok(refuse_with_status(
-            refusal,
-            json_rpc,
-            capture,
-            arrived,
-            &recorder,
-            ErrorSide::Cl,
-            Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
-        ));
+    let mut call = Call::from_head(&request, &config);
+    if let Err(refusal) = admit_head(&request, &config) {
+        return Ok(refuse(call, refusal, &recorder));
     }
-    if config.verify_jwt
-        && let Some(refusal) = check_token(&config, request.headers())
-    {
-        // Refused before the body is read: nothing of an unauthenticated caller is buffered.
-        let json_rpc = is_websocket_upgrade(request.headers())
-            || classify::is_json_rpc(request.method(), request.uri().path());
-        capture.transport = Some(if is_websocket_upgrade(request.headers()) {
-            Transport::WebSocket
-        } else if json_rpc {
-            Transport::JsonRpc
-        } else {
-            Transport::RestSsz
-        });
-        return Ok(refuse_with_status(
-            refusal,
-            json_rpc,
-            capture,
-            arrived,
-            &recorder,
-            ErrorSide::Cl,
-            Some(StatusCode::UNAUTHORIZED),
-        ));
-    }
-    if is_websocket_upgrade(request.headers()) {
-        return Ok(crate::proxy::websocket(request, config, recorder, capture, arrived).await);
+    if call.transport == Transport::WebSocket {
+        return Ok(websocket(request, call, config, recorder).await);
     }
     let (parts, body) = request.into_parts();
-    let json_rpc_path = classify::is_json_rpc(&parts.method, parts.uri.path());
-    capture.transport = Some(if json_rpc_path {
-        Transport::JsonRpc
-    } else if parts.uri.path().starts_with(method::REST_BASE) {
-        Transport::RestSsz
-    } else {
-        Transport::Other
-    });
+    if let Err(refusal) = admit_body(&mut call, &parts.headers, body, &config).await {
+        return Ok(refuse(call, refusal, &recorder));
+    }
+    Ok(dispatch(call, parts, config, recorder).await)
+}
 
-    // The body limit of this call: the resource's for REST-SSZ (known from the path), the
-    // global cap for JSON-RPC (its method is inside the body; each call is held to its own
-    // method's limit once scanned, in `classify`).
-    let route = (!json_rpc_path)
-        .then(|| method::Route::parse(parts.method.as_str(), &capture.target).ok())
-        .flatten();
-    let (body_limit, limit_of) = match &route {
-        Some(route) => (
-            crate::sizes::rest_body_limit(route.resource).min(config.max_body),
-            format!(" for {} {}", parts.method, parts.uri.path()),
-        ),
-        None => (config.max_body, String::new()),
+/// What the head alone can refuse: a head over the limit, and (`--auth verify`) a call
+/// without a valid JWT, refused before the body is read: nothing of an unauthenticated
+/// caller is buffered.
+fn admit_head(request: &Request<Incoming>, config: &ProxyConfig) -> Result<(), Refusal> {
+    let head = crate::sizes::head_bytes(request);
+    if head > config.limits.max_header_bytes {
+        let message = format!(
+            "request head of {head} bytes over the limit of {} bytes",
+            config.limits.max_header_bytes
+        );
+        let refusal = classify::refuse(Problem::RequestTooLarge, message);
+        return Err(refusal.with_status(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE));
+    }
+    if !config.verify_jwt {
+        return Ok(());
+    }
+    let why = match crate::jwt::authenticate(config.jwt.as_ref(), request.headers()) {
+        Ok(_) => return Ok(()),
+        Err(Denied::NoSecret) => "the gateway has no secret to verify with".to_string(),
+        Err(Denied::Refused(why)) => why,
     };
-    capture.request_limit = body_limit;
-    let declared = parts
-        .headers
+    let refusal = classify::refuse(Problem::InvalidRequest, format!("JWT refused: {why}"));
+    Err(refusal.with_status(StatusCode::UNAUTHORIZED))
+}
+
+/// The body: refused from its `Content-Length` alone when that is over the call's limit,
+/// else read (bounded in size and in time), then classified and, with `--verify-enforce`,
+/// checked.
+async fn admit_body(
+    call: &mut Call,
+    headers: &HeaderMap,
+    body: Incoming,
+    config: &ProxyConfig,
+) -> Result<(), Refusal> {
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if let Some(declared) = declared
-        && declared > body_limit as u64
+        && declared > call.body_limit as u64
     {
         // Refused from the Content-Length alone: not a byte of the body is read.
-        capture.route = route;
-        let refusal = classify::refuse(
-            Problem::RequestTooLarge,
-            format!(
-                "request body of {declared} bytes over the limit of {body_limit} bytes{limit_of}"
-            ),
+        let message = format!(
+            "request body of {declared} bytes over the limit of {} bytes{}",
+            call.body_limit,
+            call.limit_of()
         );
-        return Ok(refuse(
-            refusal,
-            json_rpc_path,
-            capture,
-            arrived,
-            &recorder,
-            ErrorSide::Cl,
-        ));
+        return Err(classify::refuse(Problem::RequestTooLarge, message));
     }
-
-    // Read the body, bounded in size and in time: nothing over the limit is buffered or
-    // forwarded, and a client that trickles its body is cut off.
-    let read = tokio::time::timeout(
-        config.limits.body_timeout,
-        Limited::new(body, body_limit).collect(),
-    )
-    .await;
-    let Ok(read) = read else {
-        let refusal = classify::refuse(
-            Problem::InvalidRequest,
-            format!(
-                "the request body did not arrive within {:?}",
-                config.limits.body_timeout
-            ),
-        );
-        return Ok(refuse_with_status(
-            refusal,
-            json_rpc_path,
-            capture,
-            arrived,
-            &recorder,
-            ErrorSide::Cl,
-            Some(StatusCode::REQUEST_TIMEOUT),
-        ));
-    };
-    let body = match read {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            // Over the limit: 413. Anything else is broken HTTP framing (a bad chunk size, a
-            // body cut short): 400 in either transport, not a JSON-RPC error in a 200.
-            let (problem, message, status) = if e
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                capture.route = route;
-                (
-                    Problem::RequestTooLarge,
-                    format!("request body over the limit of {body_limit} bytes{limit_of}"),
-                    None,
-                )
-            } else {
-                (
-                    Problem::InvalidRequest,
-                    format!("reading the request body failed: {e}"),
-                    Some(StatusCode::BAD_REQUEST),
-                )
-            };
-            let refusal = classify::refuse(problem, message);
-            return Ok(refuse_with_status(
-                refusal,
-                json_rpc_path,
-                capture,
-                arrived,
-                &recorder,
-                ErrorSide::Cl,
-                status,
-            ));
-        }
-    };
-    capture.request = body.clone();
-
+    call.body = read_body(call, body, config.limits.body_timeout).await?;
     // An EL chosen by asking (auto) is asked again after it was unreachable.
     config
         .upstream_transport
         .refresh(&config.upstream, config.jwt.as_ref())
         .await;
-    let class = match classify::classify(&parts.method, &capture.target, &parts.headers, &body) {
-        Ok(class) => class,
-        Err(mut refusal) => {
-            if refusal.id.is_none() && json_rpc_path {
-                refusal.id = classify::first_id(&body);
-            }
-            return Ok(refuse(
-                refusal,
-                json_rpc_path,
-                capture,
-                arrived,
-                &recorder,
-                ErrorSide::Cl,
-            ));
-        }
+    classify::classify(call, headers)?;
+    match config.verify_enforce {
+        true => crate::enforce::check(call).map_or(Ok(()), Err),
+        false => Ok(()),
+    }
+}
+
+/// Reads a body, bounded in size and in time: nothing over the limit is buffered or
+/// forwarded, and a client that trickles its body is cut off.
+async fn read_body(call: &Call, body: Incoming, timeout: Duration) -> Result<Bytes, Refusal> {
+    let limit = call.body_limit;
+    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await else {
+        let message = format!("the request body did not arrive within {timeout:?}");
+        return Err(classify::refuse(Problem::InvalidRequest, message)
+            .with_status(StatusCode::REQUEST_TIMEOUT));
     };
-    capture.transport = Some(class.transport());
-    match &class {
-        Class::JsonRpc { method } => capture.method = method.clone(),
-        Class::Rest(route) => capture.route = Some(route.clone()),
-    }
-
-    if config.verify_enforce
-        && let Some(refusal) = crate::enforce::check(&class, &parts.headers, &body)
-    {
-        return Ok(refuse(
-            refusal,
-            json_rpc_path,
-            capture,
-            arrived,
-            &recorder,
-            ErrorSide::Gateway,
-        ));
-    }
-
-    // The bridge, when the two sides speak different transports: the call is answered here.
-    let bridged = match &class {
-        Class::JsonRpc { .. }
-            if config.upstream_transport.get() == crate::UpstreamTransport::Ssz =>
+    match read {
+        Ok(collected) => Ok(collected.to_bytes()),
+        // Over the limit: 413. Anything else is broken HTTP framing (a bad chunk size, a
+        // body cut short): 400 in either transport, not a JSON-RPC error in a 200.
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
         {
-            crate::bridge::json_to_rest(&parts.headers, &body, &config)
-                .await
-                .map(|(bridged, id)| crate::bridge::as_json_rpc(bridged, id.as_deref()))
+            let message = format!(
+                "request body over the limit of {limit} bytes{}",
+                call.limit_of()
+            );
+            Err(classify::refuse(Problem::RequestTooLarge, message))
         }
-        Class::Rest(route) if config.upstream_transport.get() == crate::UpstreamTransport::Json => {
-            Some(
-                crate::bridge::rest_to_json(
-                    &parts.method,
-                    &capture.target,
-                    &parts.headers,
-                    route,
-                    body.clone(),
-                    &config,
-                )
-                .await,
-            )
+        Err(e) => {
+            let message = format!("reading the request body failed: {e}");
+            Err(classify::refuse(Problem::InvalidRequest, message)
+                .with_status(StatusCode::BAD_REQUEST))
         }
-        _ => None,
-    };
-    if let Some(bridged) = bridged {
-        let response = crate::bridge::into_response(
-            bridged,
-            &mut capture,
-            crate::bridge::negotiate(&parts.headers),
-        );
-        capture.total_us = arrived.elapsed().as_micros() as u64;
-        recorder.record(capture);
-        let (parts, body) = response.into_parts();
-        return Ok(Response::from_parts(
-            parts,
-            body.map_err(|never| match never {}).boxed_unsync(),
-        ));
     }
+}
 
-    // Forward: same method, target, headers (less hop-by-hop), body byte for byte.
-    let mut upstream_request = Request::builder()
-        .method(parts.method.clone())
-        .uri(config.upstream.uri(&capture.target));
-    for (name, value) in forwardable(&parts.headers) {
-        if config.verify_jwt && name == header::AUTHORIZATION {
-            continue;
-        }
-        upstream_request = upstream_request.header(name, value);
-    }
-    if let Some(token) = own_token(&config) {
-        upstream_request = upstream_request.header(header::AUTHORIZATION, token);
-    }
-    let upstream_request = upstream_request
-        .body(Full::new(body))
-        .expect("a copy of a valid request");
+/// Sends an admitted call on its way: answered by the bridge when the two sides speak
+/// different transports, relayed otherwise.
+async fn dispatch(
+    call: Call,
+    parts: http::request::Parts,
+    config: Arc<ProxyConfig>,
+    recorder: Arc<Recorder>,
+) -> Response<ResponseBody> {
+    let Some(direction) = crate::bridge::direction(&call, config.upstream_transport.get()) else {
+        return relay(call, parts, config, recorder).await;
+    };
+    let bridged = crate::bridge::answer(direction, &call, &parts.headers, &config).await;
+    let arrived = call.arrived;
+    let mut capture = call.into_capture();
+    let encoding = crate::bridge::negotiate(&parts.headers);
+    let response = crate::bridge::into_response(bridged, &mut capture, encoding);
+    capture.total_us = arrived.elapsed().as_micros() as u64;
+    recorder.record(capture);
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, body.map_err(|never| match never {}).boxed_unsync())
+}
+
+/// Relays a call: same method, target, headers (less hop-by-hop), body byte for byte; the
+/// answer streams back through a tap that records it when it ends.
+async fn relay(
+    call: Call,
+    parts: http::request::Parts,
+    config: Arc<ProxyConfig>,
+    recorder: Arc<Recorder>,
+) -> Response<ResponseBody> {
+    let request = upstream_request(&call, parts, &config);
     let sent = Instant::now();
-    let response = match config.upstream.send(upstream_request).await {
+    let response = match config.upstream.send(request).await {
         Ok(response) => response,
         Err(e) => {
             config.upstream_transport.mark_unreachable();
-            let problem = match e {
-                UpstreamError::Timeout(..) => Problem::Internal,
-                UpstreamError::Failed(..) => Problem::Internal,
-            };
             let status = match e {
                 UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
                 UpstreamError::Failed(..) => StatusCode::BAD_GATEWAY,
             };
-            let id = if json_rpc_path {
-                classify::first_id(&capture.request)
-            } else {
-                None
-            };
-            let refusal = Refusal {
-                problem,
-                message: e.to_string(),
-                id,
-            };
-            return Ok(refuse_with_status(
-                refusal,
-                json_rpc_path,
-                capture,
-                arrived,
+            let refusal = classify::refuse(Problem::Internal, e.to_string());
+            return refuse(
+                call,
+                refusal.by(ErrorSide::El).with_status(status),
                 &recorder,
-                ErrorSide::El,
-                Some(status),
-            ));
+            );
         }
     };
     let head = Instant::now();
     let (mut parts, mut incoming) = response.into_parts();
-    // The first body frame is awaited before the head is relayed: once the CL has a head,
-    // an EL that hangs up (or goes silent) could only show as a body cut short; before it,
-    // the CL gets an answer that says what happened. The first frame usually comes with the
-    // head, so this costs no round trip.
-    let first = if http_body::Body::is_end_stream(&incoming) {
-        None
-    } else {
-        let failed = |message: String, status: StatusCode, capture: Capture| {
+    let first = match first_frame(&mut incoming, parts.status, &config).await {
+        Ok(first) => first,
+        Err(refusal) => {
             config.upstream_transport.mark_unreachable();
-            let refusal = Refusal {
-                problem: Problem::Internal,
-                message,
-                id: json_rpc_path
-                    .then(|| classify::first_id(&capture.request))
-                    .flatten(),
-            };
-            refuse_with_status(
-                refusal,
-                json_rpc_path,
-                capture,
-                arrived,
-                &recorder,
-                ErrorSide::El,
-                Some(status),
-            )
-        };
-        let status = parts.status;
-        match tokio::time::timeout(config.upstream.timeout(), incoming.frame()).await {
-            Err(_) => {
-                let message = format!(
-                    "upstream {} sent its answer head ({status}) but no body within {:?}",
-                    config.upstream.url(),
-                    config.upstream.timeout()
-                );
-                return Ok(failed(message, StatusCode::GATEWAY_TIMEOUT, capture));
-            }
-            Ok(Some(Err(e))) => {
-                let message = format!(
-                    "upstream {} failed after its answer head ({status}), before any body byte: {e}",
-                    config.upstream.url()
-                );
-                return Ok(failed(message, StatusCode::BAD_GATEWAY, capture));
-            }
-            Ok(Some(Ok(frame))) => Some(frame),
-            Ok(None) => None,
+            return refuse(call, refusal, &recorder);
         }
     };
+    let arrived = call.arrived;
+    let mut capture = call.into_capture();
     capture.status = parts.status.as_u16();
     capture.encodings.1 = header_str(&parts.headers, "content-encoding");
     for name in HOP_BY_HOP {
         parts.headers.remove(name);
     }
-    let tap = Tap::new(
-        incoming,
-        capture,
-        Timing {
-            arrived,
-            sent,
-            head,
-        },
-        recorder,
-    )
-    .with_first(first);
-    Ok(Response::from_parts(parts, tap.boxed_unsync()))
+    let timing = Timing {
+        arrived,
+        sent,
+        head,
+    };
+    let tap = Tap::new(incoming, capture, timing, recorder).with_first(first);
+    Response::from_parts(parts, tap.boxed_unsync())
 }
 
-/// Answers a request the gateway refuses, in the caller's transport, and records it.
-fn refuse(
-    refusal: Refusal,
-    json_rpc: bool,
-    capture: Capture,
-    arrived: Instant,
-    recorder: &Recorder,
-    side: ErrorSide,
-) -> Response<ResponseBody> {
-    refuse_with_status(refusal, json_rpc, capture, arrived, recorder, side, None)
+/// The request to the EL for a relayed call: the CL's, less hop-by-hop headers, and with the
+/// gateway's own token instead of the CL's under `--auth verify`.
+fn upstream_request(
+    call: &Call,
+    parts: http::request::Parts,
+    config: &ProxyConfig,
+) -> Request<Full<Bytes>> {
+    let mut request = Request::builder()
+        .method(parts.method)
+        .uri(config.upstream.uri(&call.target));
+    for (name, value) in forwardable(&parts.headers) {
+        if config.verify_jwt && name == header::AUTHORIZATION {
+            continue;
+        }
+        request = request.header(name, value);
+    }
+    if let Some(token) = own_token(config) {
+        request = request.header(header::AUTHORIZATION, token);
+    }
+    request
+        .body(Full::new(call.body.clone()))
+        .expect("a copy of a valid request")
 }
 
-/// As [`refuse`], with the HTTP status given by the caller (upstream failures: 502, 504)
-/// rather than taken from the problem; the record carries the status the CL gets.
-fn refuse_with_status(
-    refusal: Refusal,
-    json_rpc: bool,
-    mut capture: Capture,
-    arrived: Instant,
-    recorder: &Recorder,
-    side: ErrorSide,
-    status: Option<StatusCode>,
-) -> Response<ResponseBody> {
-    let (problem_status, content_type, body) = if json_rpc {
+/// The first body frame of an EL's answer, awaited before the head is relayed: once the CL
+/// has a head, an EL that hangs up (or goes silent) could only show as a body cut short;
+/// before it, the CL gets an answer that says what happened. The first frame usually comes
+/// with the head, so this costs no round trip.
+async fn first_frame(
+    incoming: &mut Incoming,
+    status: StatusCode,
+    config: &ProxyConfig,
+) -> Result<Option<http_body::Frame<Bytes>>, Refusal> {
+    if http_body::Body::is_end_stream(incoming) {
+        return Ok(None);
+    }
+    let (url, timeout) = (config.upstream.url(), config.upstream.timeout());
+    let (message, code) = match tokio::time::timeout(timeout, incoming.frame()).await {
+        Ok(Some(Ok(frame))) => return Ok(Some(frame)),
+        Ok(None) => return Ok(None),
+        Err(_) => (
+            format!(
+                "upstream {url} sent its answer head ({status}) but no body within {timeout:?}"
+            ),
+            StatusCode::GATEWAY_TIMEOUT,
+        ),
+        Ok(Some(Err(e))) => (
+            format!(
+                "upstream {url} failed after its answer head ({status}), before any body byte: {e}"
+            ),
+            StatusCode::BAD_GATEWAY,
+        ),
+    };
+    let refusal = classify::refuse(Problem::Internal, message);
+    Err(refusal.by(ErrorSide::El).with_status(code))
+}
+
+/// Answers a call the gateway refuses, in the shape of the call's transport, and records it:
+/// the one place a refusal is answered. A refusal of a scanned JSON-RPC call echoes the id of
+/// its first call unless it names its own.
+fn refuse(call: Call, refusal: Refusal, recorder: &Recorder) -> Response<ResponseBody> {
+    let id = refusal
+        .id
+        .clone()
+        .or_else(|| call.rpc.as_ref().and_then(|rpc| rpc.id.clone()));
+    let refusal = Refusal { id, ..refusal };
+    let (problem_status, content_type, body) = if call.answers_in_json_rpc() {
         // JSON-RPC errors travel in a 200 answer, as JSON-RPC servers send them, except what
-        // HTTP itself must say (too large, upstream failures: set by the caller).
+        // HTTP itself must say (too large here; upstream failures and the like: the refusal's).
         let status = if refusal.problem == Problem::RequestTooLarge {
             StatusCode::PAYLOAD_TOO_LARGE
         } else {
             StatusCode::OK
         };
-        (
-            status,
-            method::JSON_CONTENT_TYPE,
-            classify::json_rpc_error(&refusal),
-        )
+        let body = classify::json_rpc_error(&refusal);
+        (status, method::JSON_CONTENT_TYPE, body)
     } else {
         let status =
             StatusCode::from_u16(refusal.problem.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-        (
-            status,
-            method::PROBLEM_CONTENT_TYPE,
-            classify::problem_json(&refusal),
-        )
+        let body = classify::problem_json(&refusal);
+        (status, method::PROBLEM_CONTENT_TYPE, body)
     };
-    let status = status.unwrap_or(problem_status);
+    let status = refusal.status.unwrap_or(problem_status);
+    let arrived = call.arrived;
+    let mut capture = call.into_capture();
     capture.status = status.as_u16();
-    capture.error_side = Some(side);
-    capture.error_message = Some(refusal.message.clone());
+    capture.error_side = Some(refusal.side);
+    capture.error_message = Some(refusal.message);
     capture.response = vec![body.clone()];
     capture.total_us = arrived.elapsed().as_micros() as u64;
     recorder.record(capture);
@@ -704,49 +523,14 @@ fn too_busy(
     config: &ProxyConfig,
     recorder: &Recorder,
 ) -> Response<ResponseBody> {
-    let json_rpc = classify::is_json_rpc(request.method(), request.uri().path());
-    let capture = Capture {
-        transport: Some(if json_rpc {
-            Transport::JsonRpc
-        } else {
-            Transport::RestSsz
-        }),
-        ..new_capture(request, config)
-    };
-    let refusal = classify::refuse(
-        Problem::Internal,
-        format!(
-            "{} calls in flight already: try again",
-            config.limits.max_in_flight
-        ),
+    let message = format!(
+        "{} calls in flight already: try again",
+        config.limits.max_in_flight
     );
-    refuse_with_status(
-        refusal,
-        json_rpc,
-        capture,
-        Instant::now(),
-        recorder,
-        ErrorSide::Gateway,
-        Some(StatusCode::SERVICE_UNAVAILABLE),
-    )
-}
-
-/// `--auth verify`: the refusal for a call whose JWT is missing or not valid (HS256 with the
-/// shared secret, `iat` within ±60 s).
-fn check_token(config: &ProxyConfig, headers: &HeaderMap) -> Option<Refusal> {
-    let refuse =
-        |why: String| classify::refuse(Problem::InvalidRequest, format!("JWT refused: {why}"));
-    let Some(secret) = &config.jwt else {
-        return Some(refuse("the gateway has no secret to verify with".into()));
-    };
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match token {
-        None => Some(refuse("no bearer token".into())),
-        Some(token) => secret.verify(token).err().map(refuse),
-    }
+    let refusal = classify::refuse(Problem::Internal, message)
+        .by(ErrorSide::Gateway)
+        .with_status(StatusCode::SERVICE_UNAVAILABLE);
+    refuse(Call::from_head(request, config), refusal, recorder)
 }
 
 /// The `Authorization` value of the gateway's own token, when it signs upstream calls.
@@ -757,31 +541,19 @@ fn own_token(config: &ProxyConfig) -> Option<String> {
         .flatten()
 }
 
-fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
-    let has = |name: header::HeaderName, token: &str| {
-        headers.get_all(name).iter().any(|v| {
-            v.to_str()
-                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
-        })
-    };
-    has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
-}
-
 /// Relays a WebSocket upgrade: the handshake goes upstream (without `Sec-WebSocket-Extensions`,
 /// so both sides speak plain frames the relay can read); after both sides switch protocols,
 /// messages are relayed one by one, unchanged, and every JSON-RPC call on the socket is
 /// recorded when its answer passes (matched by id).
 async fn websocket(
     request: Request<Incoming>,
+    call: Call,
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
-    mut capture: Capture,
-    arrived: Instant,
 ) -> Response<ResponseBody> {
-    capture.transport = Some(Transport::WebSocket);
     let mut upstream_request = Request::builder()
         .method(request.method().clone())
-        .uri(config.upstream.uri(&capture.target));
+        .uri(config.upstream.uri(&call.target));
     for (name, value) in request
         .headers()
         .iter()
@@ -799,33 +571,25 @@ async fn websocket(
     let response = match config.upstream.send(upstream_request).await {
         Ok(response) => response,
         Err(e) => {
-            let refusal = classify::refuse(Problem::Internal, e.to_string());
-            return refuse_with_status(
-                refusal,
-                true,
-                capture,
-                arrived,
-                &recorder,
-                ErrorSide::El,
-                Some(StatusCode::BAD_GATEWAY),
-            );
+            let refusal = classify::refuse(Problem::Internal, e.to_string())
+                .by(ErrorSide::El)
+                .with_status(StatusCode::BAD_GATEWAY);
+            return refuse(call, refusal, &recorder);
         }
     };
+    let arrived = call.arrived;
+    let mut capture = call.into_capture();
     capture.status = response.status().as_u16();
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         // The EL refused the upgrade (401 without a token, say): relay its answer as it is.
         let (parts, body) = response.into_parts();
         let sent = Instant::now();
-        let tap = Tap::new(
-            body,
-            capture,
-            Timing {
-                arrived,
-                sent,
-                head: sent,
-            },
-            recorder,
-        );
+        let timing = Timing {
+            arrived,
+            sent,
+            head: sent,
+        };
+        let tap = Tap::new(body, capture, timing, recorder);
         return Response::from_parts(parts, tap.boxed_unsync());
     }
     let mut answer = Response::builder().status(StatusCode::SWITCHING_PROTOCOLS);

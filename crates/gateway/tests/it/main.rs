@@ -10,6 +10,7 @@ mod faults;
 mod geth;
 mod limits;
 mod relay;
+mod transport;
 mod verify;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
