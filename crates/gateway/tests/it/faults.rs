@@ -523,17 +523,19 @@ async fn a_store_locked_past_its_busy_timeout_delays_records_and_loses_none() {
         assert_eq!(code, 200);
     }
     let recorder = proxy.recorder.clone();
+    // Each failed write waits out the busy timeout (5 s); records that arrived after a write
+    // began join the kept ones when the next write fails, so wait for all ten (a loaded
+    // machine spreads them over two writes: seen as 7 of 10 when checked after the first).
     assert!(
-        eventually(20, || recorder.stats().sink_errors >= 1).await,
-        "a write failed on the lock: {:?}",
+        eventually(20, || {
+            let stats = recorder.stats();
+            stats.sink_errors >= 1 && stats.pending == 10
+        })
+        .await,
+        "every record kept and counted while the store is locked: {:?}",
         recorder.stats()
     );
-    let stats = recorder.stats();
-    assert_eq!(
-        (stats.pending, stats.lost),
-        (10, 0),
-        "kept and counted while waiting: {stats:?}"
-    );
+    assert_eq!(recorder.stats().lost, 0);
     let written: i64 = locker
         .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
         .unwrap();
