@@ -109,8 +109,12 @@ pub(crate) struct JwtSecretArg {
 pub(crate) fn read_jwt_secret(value: &str) -> Result<JwtSecret> {
     let is_file = Path::new(value).exists();
     let text = if is_file {
-        std::fs::read_to_string(value)
-            .with_context(|| format!("reading the JWT secret file {value}"))?
+        // 64 hex digits, perhaps a 0x and a newline: anything past 1 KiB is not a secret.
+        let bytes =
+            crate::input::read_file(Path::new(value), 1024, "a JWT secret is 64 hex digits")
+                .with_context(|| format!("reading the JWT secret file {value}"))?;
+        String::from_utf8(bytes)
+            .with_context(|| format!("the JWT secret file {value} is not text"))?
     } else {
         value.to_string()
     };

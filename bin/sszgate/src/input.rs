@@ -1,6 +1,6 @@
-//! Reading a message the user hands over (a file, or standard input), bounded: no Engine API
-//! message is larger than the gateway's answer bound, so a larger input is refused with its
-//! name rather than read whole (a device file or a mistaken path never exhausts memory).
+//! Reading what the user hands over (a message file or standard input, a secret file),
+//! bounded: a larger input is refused with its name rather than read whole (a device file or
+//! a mistaken path never exhausts memory).
 
 use std::{io::Read, path::Path};
 
@@ -11,25 +11,29 @@ const MAX_INPUT: u64 = sszgate_gateway::DEFAULT_MAX_ANSWER_BYTES as u64;
 
 /// The bytes of `path`, or of standard input for `None` or `-`.
 pub(crate) fn read(path: Option<&Path>) -> Result<Vec<u8>> {
+    let why = "no Engine API message is that large";
     match path.filter(|p| p.as_os_str() != "-") {
-        Some(path) => {
-            let file =
-                std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-            bounded(file, &path.display().to_string())
-        }
-        None => bounded(std::io::stdin().lock(), "standard input"),
+        Some(path) => read_file(path, MAX_INPUT, why),
+        None => bounded(std::io::stdin().lock(), "standard input", MAX_INPUT, why),
     }
 }
 
-/// Reads `source` to its end, refusing it past [`MAX_INPUT`] bytes.
-fn bounded(source: impl Read, name: &str) -> Result<Vec<u8>> {
+/// The bytes of the file at `path`, refused past `max` bytes with `why` (what makes a
+/// larger one wrong).
+pub(crate) fn read_file(path: &Path, max: u64, why: &str) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    bounded(file, &path.display().to_string(), max, why)
+}
+
+/// Reads `source` to its end, refusing it past `max` bytes.
+fn bounded(source: impl Read, name: &str, max: u64, why: &str) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     source
-        .take(MAX_INPUT + 1)
+        .take(max + 1)
         .read_to_end(&mut out)
         .with_context(|| format!("reading {name}"))?;
-    if out.len() as u64 > MAX_INPUT {
-        bail!("{name} is over {MAX_INPUT} bytes: no Engine API message is that large");
+    if out.len() as u64 > max {
+        bail!("{name} is over {max} bytes: {why}");
     }
     Ok(out)
 }
@@ -40,11 +44,10 @@ mod tests {
 
     #[test]
     fn an_input_past_the_bound_is_refused_by_name() {
-        let err = bounded(std::io::repeat(0), "/dev/zero").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("/dev/zero is over {MAX_INPUT} bytes: no Engine API message is that large")
-        );
-        assert_eq!(bounded(&b"abc"[..], "x").unwrap(), b"abc");
+        let err = read_file(Path::new("/dev/zero"), 10, "endless").unwrap_err();
+        assert_eq!(err.to_string(), "/dev/zero is over 10 bytes: endless");
+        assert_eq!(bounded(&b"abc"[..], "x", 3, "").unwrap(), b"abc");
+        let err = bounded(&b"abcd"[..], "x", 3, "too long").unwrap_err();
+        assert_eq!(err.to_string(), "x is over 3 bytes: too long");
     }
 }

@@ -27,14 +27,15 @@ fn bomb_body(coding: Coding) -> Vec<u8> {
 
 const SECRET: &str = "0x7365637265747365637265747365637265747365637265747365637265747365";
 
+/// An `Authorization` value with a fresh token under [`SECRET`].
+fn bearer() -> String {
+    let secret = sszgate_gateway::JwtSecret::from_hex(SECRET).unwrap();
+    format!("Bearer {}", secret.token())
+}
+
 /// A normal call: exchangeCapabilities, with a good token.
 fn normal_call(listen: &str) -> u16 {
-    let token = format!(
-        "Bearer {}",
-        sszgate_gateway::JwtSecret::from_hex(SECRET)
-            .unwrap()
-            .token()
-    );
+    let token = bearer();
     let body = br#"{"jsonrpc":"2.0","id":7,"method":"engine_exchangeCapabilities","params":[[]]}"#;
     let headers = [
         ("content-type", "application/json"),
@@ -87,12 +88,7 @@ fn request_bombs_are_decoded_only_to_the_bound_and_the_relay_keeps_serving() {
             (bound_mib << 20).to_string(),
         ],
     );
-    let token = format!(
-        "Bearer {}",
-        sszgate_gateway::JwtSecret::from_hex(SECRET)
-            .unwrap()
-            .token()
-    );
+    let token = bearer();
     let mut sent = 0;
     for coding in Coding::ALL {
         let body = bomb_body(coding);
@@ -259,12 +255,7 @@ fn answer_bombs_are_bounded_in_the_recorder_and_the_bridge() {
             ]
             .concat(),
         );
-        let token = format!(
-            "Bearer {}",
-            sszgate_gateway::JwtSecret::from_hex(SECRET)
-                .unwrap()
-                .token()
-        );
+        let token = bearer();
         let headers = [
             ("authorization", token.as_str()),
             ("eth-execution-version", "prague"),

@@ -153,6 +153,14 @@ fn read_bounded(decoder: impl Read, coding: Coding, limit: usize) -> Result<Vec<
     Ok(out)
 }
 
+/// The value of a `Content-Encoding` header when it names a coding, trimmed; `None` for no
+/// header, an empty one, or `identity`. The one test of whether a body is coded.
+pub fn coded(header: Option<&str>) -> Option<&str> {
+    header
+        .map(str::trim)
+        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
+}
+
 /// The codings a `Content-Encoding` header names, in the order they were applied; empty for
 /// none or `identity`.
 pub fn parse_header(header: Option<&str>) -> Result<Vec<Coding>, CodingError> {

@@ -54,10 +54,8 @@ pub(crate) fn refuse(problem: Problem, message: impl Into<String>) -> Refusal {
 
 /// The content coding a request's body is in, if any other than `identity`.
 pub(crate) fn request_coding(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(http::header::CONTENT_ENCODING)
-        .map(|v| v.to_str().unwrap_or("(not text)").trim())
-        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+    let header = headers.get(http::header::CONTENT_ENCODING)?;
+    sszgate_engine::coding::coded(Some(header.to_str().unwrap_or("(not text)")))
 }
 
 /// Classifies a call whose body has been read: a JSON-RPC body gets its envelope scanned

@@ -113,7 +113,17 @@ impl Capture {
     /// Bytes of body this capture holds alive (request and kept answer frames): what it
     /// costs the recorder's queue.
     pub fn held_bytes(&self) -> u64 {
-        self.request.len() as u64 + self.response.iter().map(|f| f.len() as u64).sum::<u64>()
+        self.request.len() as u64 + self.kept_answer_bytes()
+    }
+
+    /// The answer's size as it came: its kept frames, or the size noted when none was kept.
+    pub fn answer_len(&self) -> u64 {
+        self.response_not_kept
+            .unwrap_or_else(|| self.kept_answer_bytes())
+    }
+
+    fn kept_answer_bytes(&self) -> u64 {
+        self.response.iter().map(|f| f.len() as u64).sum()
     }
 }
 

@@ -527,12 +527,7 @@ impl Worker {
     fn records_guarded(&mut self, capture: Capture, out: &mut Vec<Record>) {
         let before = out.len();
         // What the gateway knew, kept aside without the bodies (cheap: no body is copied).
-        let (request_bytes, answer_len) = (
-            capture.request.len() as u64,
-            capture
-                .response_not_kept
-                .unwrap_or_else(|| capture.response.iter().map(|f| f.len() as u64).sum()),
-        );
+        let (request_bytes, answer_len) = (capture.request.len() as u64, capture.answer_len());
         let bare = Capture {
             request: Bytes::new(),
             response: Vec::new(),
@@ -712,10 +707,8 @@ impl Worker {
         if let Some(hook) = &mut self.faults.read {
             hook(&c);
         }
+        let answer_len = c.answer_len();
         let frames = std::mem::take(&mut c.response);
-        let answer_len = c
-            .response_not_kept
-            .unwrap_or_else(|| frames.iter().map(|f| f.len() as u64).sum());
         let mut scratch = std::mem::take(&mut self.scratch);
         let (raw_response, digits) = self.join(&c, &frames, &mut scratch);
         // Facts are read from the bodies as the endpoints meant them: without their content
@@ -975,7 +968,7 @@ impl Worker {
     /// single JSON-RPC getPayload (V3..V5) or getBlobs (V1..V3) call, not content-encoded,
     /// whose blobs nothing here reads (no body is kept, no KZG check is due).
     fn blob_layout(&self, c: &Capture) -> Option<BlobLayout> {
-        let encoded = content_encoding(c.encodings.1.as_deref()).is_some();
+        let encoded = coding::coded(c.encodings.1.as_deref()).is_some();
         let kzg_due = self
             .verifier
             .as_ref()
@@ -1015,13 +1008,6 @@ fn is_batch(body: &[u8]) -> bool {
     body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
 }
 
-/// The content encoding a body is in, `None` for none or `identity`.
-fn content_encoding(header: Option<&str>) -> Option<&str> {
-    header
-        .map(str::trim)
-        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
-}
-
 /// A body as the facts read it.
 struct Decoded<'a> {
     /// Without its content coding; empty when that could not be removed (nothing
@@ -1041,7 +1027,7 @@ fn decode_body<'a>(
     limit: usize,
     notes: &mut Vec<String>,
 ) -> Decoded<'a> {
-    let Some(header) = content_encoding(header) else {
+    let Some(header) = coding::coded(header) else {
         return Decoded {
             body: std::borrow::Cow::Borrowed(body),
             coded: false,
