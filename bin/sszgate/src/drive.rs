@@ -13,8 +13,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use sszgate_drive::{
-    BlockReport, DriveConfig, Driver, EngineClient, EngineTransport, EthRpc, Load, LoadShape,
-    devnet::DevnetState,
+    BlockReport, DriveConfig, Driver, EngineTransport, EthRpc, Load, LoadShape, devnet::DevnetState,
 };
 use sszgate_engine::Fork;
 use sszgate_record::{Recorder, Sink, SinkSpec};
@@ -267,7 +266,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         args.labels.labels.clone(),
         65_536,
     ));
-    let engine = EngineClient::new(
+    let engine = sszgate_drive::engine_client(
         &target.engine,
         args.transport,
         target.secret.clone(),

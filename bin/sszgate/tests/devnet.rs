@@ -10,8 +10,8 @@ use std::{path::Path, sync::Arc};
 
 use alloy_primitives::B256;
 use sszgate_drive::{
-    BlockReport, DriveConfig, Driver, EngineClient, EngineTransport, EthRpc, Load, LoadShape,
-    client::CLIENT_VERSION,
+    BlockReport, DriveConfig, Driver, EngineTransport, EthRpc, Load, LoadShape,
+    client::client_version,
     devnet::{Devnet, DevnetConfig, ElKind, find_ethereumjs, find_geth},
 };
 use sszgate_engine::Fork;
@@ -105,7 +105,7 @@ async fn drive_one_way(
     let secret = JwtSecret::from_hex(&state.secret_hex().unwrap()).unwrap();
     let driver_db = dir.path().join("driver.db");
     let recorder = recorder(&driver_db);
-    let engine = EngineClient::new(&url, transport, secret, Some(recorder.clone()));
+    let engine = sszgate_drive::engine_client(&url, transport, secret, Some(recorder.clone()));
     let eth = EthRpc::new(&state.eth_url);
     let blobs = sszgate_fixtures::Fixtures::load(&sszgate_fixtures::testdata_dir())
         .unwrap()
@@ -149,7 +149,7 @@ async fn drive_one_way(
                     assert_eq!(check.as_deref(), Some("kzg"), "{way:?} {method}");
                 }
             }
-            rows(db, &format!("WHERE cl_client = '{CLIENT_VERSION}'"))
+            rows(db, &format!("WHERE cl_client = '{}'", client_version()))
         }
         None => Vec::new(),
     };
@@ -220,7 +220,7 @@ async fn proxy_answers_errors_while_geth_is_down_and_recovers_without_restart() 
     let secret = JwtSecret::from_hex(&state.secret_hex().unwrap()).unwrap();
     let driver_db = dir.path().join("driver.db");
     let recorder = recorder(&driver_db);
-    let engine = EngineClient::new(
+    let engine = sszgate_drive::engine_client(
         state.proxy_url.as_deref().unwrap(),
         EngineTransport::Json,
         secret,
@@ -256,7 +256,10 @@ async fn proxy_answers_errors_while_geth_is_down_and_recovers_without_restart() 
     let records = state.records.clone().unwrap();
     drop(devnet);
     let driver_rows = rows(&driver_db, "");
-    let proxy_rows = rows(&records, &format!("WHERE cl_client = '{CLIENT_VERSION}'"));
+    let proxy_rows = rows(
+        &records,
+        &format!("WHERE cl_client = '{}'", client_version()),
+    );
     assert_eq!(driver_rows.len(), 3 * 4 + 3 + 3 * 4, "{driver_rows:?}");
     // Every call is recorded once on each side, in the same order, failures included.
     assert_eq!(proxy_rows, driver_rows);
@@ -271,7 +274,8 @@ async fn proxy_answers_errors_while_geth_is_down_and_recovers_without_restart() 
         let conn = rusqlite::Connection::open(db).unwrap();
         let errors: Vec<(String, i64, String)> = conn
             .prepare(&format!(
-                "SELECT method, error_code, error_message FROM calls WHERE error_code IS NOT NULL AND cl_client = '{CLIENT_VERSION}' ORDER BY seq"
+                "SELECT method, error_code, error_message FROM calls WHERE error_code IS NOT NULL AND cl_client = '{}' ORDER BY seq",
+                client_version()
             ))
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -317,7 +321,7 @@ async fn ethereumjs_prague_over_json_and_through_the_bridge() {
     };
     let mut heads = Vec::new();
     for transport in [EngineTransport::Json, EngineTransport::Ssz] {
-        let engine = EngineClient::new(
+        let engine = sszgate_drive::engine_client(
             state.proxy_url.as_deref().unwrap(),
             transport,
             secret.clone(),
@@ -343,7 +347,7 @@ async fn ethereumjs_prague_over_json_and_through_the_bridge() {
     let driver_rows = rows(&driver_db, "");
     let proxy_rows = rows(
         state.records.as_ref().unwrap(),
-        &format!("WHERE cl_client = '{CLIENT_VERSION}'"),
+        &format!("WHERE cl_client = '{}'", client_version()),
     );
     assert_eq!(driver_rows.len(), 6 * 4);
     assert_eq!(proxy_rows, driver_rows);

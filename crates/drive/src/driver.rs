@@ -11,11 +11,15 @@
 
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, Bytes, keccak256};
+use alloy_eips::eip4895::Withdrawal;
+use alloy_primitives::{Address, B256, keccak256};
 use serde_json::{Value, json};
+use sszgate_client::Reply;
 use sszgate_engine::{
-    Fork, Message, MessageKind,
-    method::{self, Family, MethodSpec},
+    Fork,
+    alloy_engine::{ForkchoiceState, PayloadAttributes, PayloadStatus, PayloadStatusEnum},
+    message::{Blobs, Forkchoice},
+    method::{self, MethodSpec},
     txs::blob_versioned_hashes,
 };
 
@@ -91,39 +95,20 @@ pub struct BlockReport {
     pub calls: Vec<CallTiming>,
 }
 
-/// The methods a CL of one fork calls.
-#[derive(Clone, Copy, Debug)]
-struct Methods {
-    forkchoice: &'static MethodSpec,
-    get_payload: &'static MethodSpec,
-    new_payload: &'static MethodSpec,
-    get_blobs: &'static MethodSpec,
-}
-
-impl Methods {
-    fn for_fork(fork: Fork) -> Result<Methods, DriveError> {
-        let pick = |family| {
-            method::for_fork(family, fork)
-                .ok_or_else(|| DriveError::Config(format!("no {family:?} method serves {fork}")))
-        };
-        if !fork.has_blobs() {
-            return Err(DriveError::Config(format!(
-                "the driver runs Cancun and later forks, not {fork}"
-            )));
-        }
-        // A CL asks getBlobsV2 from Osaka on (all blobs or none), V1 before.
-        let blobs = if fork.has_cell_proofs() {
-            "engine_getBlobsV2"
-        } else {
-            "engine_getBlobsV1"
-        };
-        Ok(Methods {
-            forkchoice: pick(Family::ForkchoiceUpdated)?,
-            get_payload: pick(Family::GetPayload)?,
-            new_payload: pick(Family::NewPayload)?,
-            get_blobs: method::by_name(blobs).expect("in the table"),
-        })
+/// The getBlobs method a CL of `fork` calls: V2 from Osaka on (all blobs or none), V1 before.
+/// (The other methods' versions follow the fork, in the client.)
+fn get_blobs_method(fork: Fork) -> Result<&'static MethodSpec, DriveError> {
+    if !fork.has_blobs() {
+        return Err(DriveError::Config(format!(
+            "the driver runs Cancun and later forks, not {fork}"
+        )));
     }
+    let name = if fork.has_cell_proofs() {
+        "engine_getBlobsV2"
+    } else {
+        "engine_getBlobsV1"
+    };
+    Ok(method::by_name(name).expect("in the table"))
 }
 
 /// Drives one EL block after block.
@@ -132,7 +117,7 @@ pub struct Driver {
     eth: EthRpc,
     load: Option<Load>,
     config: DriveConfig,
-    methods: Methods,
+    get_blobs: &'static MethodSpec,
     head: Head,
     last_slot: Option<Instant>,
     /// Whether the EL shows pending transactions (see [`submit`]).
@@ -147,14 +132,14 @@ impl Driver {
         load: Option<Load>,
         config: DriveConfig,
     ) -> Result<Driver, DriveError> {
-        let methods = Methods::for_fork(config.fork)?;
+        let get_blobs = get_blobs_method(config.fork)?;
         let head = read_head(&eth).await?;
         Ok(Driver {
             engine,
             eth,
             load,
             config,
-            methods,
+            get_blobs,
             head,
             last_slot: None,
             pool_visible: true,
@@ -186,28 +171,20 @@ impl Driver {
         submit(&self.eth, &sent, &mut self.pool_visible).await?;
 
         let (attributes, beacon_root) = attributes(fork, number, timestamp);
-        let state = forkchoice_state(head.hash);
         let fcu = self
-            .call(
-                self.methods.forkchoice,
-                json!([state, attributes]),
-                &mut calls,
-            )
+            .engine
+            .forkchoice_updated(fork, forkchoice(head.hash, Some(attributes)))
             .await?;
-        expect_valid(self.methods.forkchoice, &fcu["payloadStatus"])?;
-        let payload_id = fcu["payloadId"]
-            .as_str()
-            .ok_or_else(|| DriveError::Answer {
-                method: self.methods.forkchoice.name.to_string(),
-                problem: format!("no payload id for a call with attributes: {fcu}"),
-            })?;
-        let payload_id = payload_id.to_string();
+        let fcu = timed(fcu, &mut calls);
+        expect_valid(calls_last(&calls), &fcu.payload_status)?;
+        let payload_id = fcu.payload_id.ok_or_else(|| DriveError::Answer {
+            method: calls_last(&calls).to_string(),
+            problem: format!("no payload id for a call with attributes: {fcu:?}"),
+        })?;
 
         tokio::time::sleep(self.config.build_time).await;
-        let mut built = self
-            .call(self.methods.get_payload, json!([payload_id]), &mut calls)
-            .await?;
-        let get_payload = self.methods.get_payload.name;
+        let built = timed(self.engine.get_payload(fork, payload_id).await?, &mut calls);
+        let get_payload = calls_last(&calls);
         let wrong = |problem: String| DriveError::Answer {
             method: get_payload.to_string(),
             problem,
@@ -215,73 +192,51 @@ impl Driver {
         // The verifier's checks of a built payload: block hash (with the root the attributes
         // carried), transactions, limits, and the bundle's commitments against the payload's
         // blob transactions.
-        let spec = self.methods.get_payload;
-        let decoded = serde_json::to_vec(&built)
-            .map_err(|e| e.to_string())
-            .and_then(|json| {
-                Message::from_json(spec, fork, MessageKind::BuiltPayload, &json)
-                    .map_err(|e| e.to_string())
-            })
-            .map_err(&wrong)?;
-        let Message::BuiltPayload(decoded) = decoded else {
-            unreachable!("a BuiltPayload kind decodes to a BuiltPayload")
-        };
-        sszgate_verify::payload::check_built(&decoded, Some(beacon_root))
-            .and_then(|_| sszgate_verify::blobs::check_bundle(None, &decoded))
+        sszgate_verify::payload::check_built(&built, Some(beacon_root))
+            .and_then(|_| sszgate_verify::blobs::check_bundle(None, &built))
             .map_err(|failure| wrong(failure.to_string()))?;
-        let payload = built["executionPayload"].take();
-        let parent_hash = hash_field(&payload, "parentHash").map_err(&wrong)?;
-        let block_hash = hash_field(&payload, "blockHash").map_err(&wrong)?;
+        let payload = built.payload_v1();
+        let (parent_hash, block_hash) = (payload.parent_hash, payload.block_hash);
         if parent_hash != head.hash {
             return Err(wrong(format!(
                 "the payload builds on {parent_hash}, not on the head {}",
                 head.hash
             )));
         }
-        let (got_number, got_time) = (
-            quantity(&payload["blockNumber"]),
-            quantity(&payload["timestamp"]),
-        );
-        if (got_number, got_time) != (Some(number), Some(timestamp)) {
+        if (payload.block_number, payload.timestamp) != (number, timestamp) {
             return Err(wrong(format!(
-                "block number {got_number:?} at time {got_time:?}, expected {number} at {timestamp}"
+                "block number {} at time {}, expected {number} at {timestamp}",
+                payload.block_number, payload.timestamp
             )));
         }
-        let transactions: Vec<Bytes> = serde_json::from_value(payload["transactions"].clone())
-            .map_err(|e| wrong(format!("transactions: {e}")))?;
-        let tx_hashes: Vec<B256> = transactions.iter().map(keccak256).collect();
-        let versioned_hashes = blob_versioned_hashes(&transactions)
+        let tx_hashes: Vec<B256> = payload.transactions.iter().map(keccak256).collect();
+        let versioned_hashes = blob_versioned_hashes(&payload.transactions)
             .map_err(|e| wrong(format!("a transaction of the payload: {e}")))?;
         let left_out = sent.iter().filter(|t| !tx_hashes.contains(&t.hash)).count();
 
         if self.config.get_blobs && !versioned_hashes.is_empty() {
+            let asked = versioned_hashes.len();
             let blobs = self
-                .call(
-                    self.methods.get_blobs,
-                    json!([versioned_hashes]),
-                    &mut calls,
-                )
+                .engine
+                .get_blobs(self.get_blobs, fork, versioned_hashes.clone())
                 .await?;
-            check_blobs(self.methods.get_blobs, &blobs, versioned_hashes.len())?;
+            let blobs = timed(blobs, &mut calls);
+            check_blobs(self.get_blobs, &blobs, asked)?;
         }
 
-        let mut params = vec![payload, json!(versioned_hashes), json!(beacon_root)];
-        if fork.has_requests() {
-            params.push(built["executionRequests"].take());
-        }
-        let status = self
-            .call(self.methods.new_payload, Value::Array(params), &mut calls)
-            .await?;
-        expect_valid(self.methods.new_payload, &status)?;
+        let blob_count = versioned_hashes.len();
+        let import = built
+            .to_new_payload(versioned_hashes, Some(beacon_root))
+            .ok_or_else(|| wrong("a payload with no newPayload form".into()))?;
+        let status = timed(self.engine.new_payload(fork, import).await?, &mut calls);
+        expect_valid(calls_last(&calls), &status)?;
 
         let fcu = self
-            .call(
-                self.methods.forkchoice,
-                json!([forkchoice_state(block_hash), null]),
-                &mut calls,
-            )
+            .engine
+            .forkchoice_updated(fork, forkchoice(block_hash, None))
             .await?;
-        expect_valid(self.methods.forkchoice, &fcu["payloadStatus"])?;
+        let fcu = timed(fcu, &mut calls);
+        expect_valid(calls_last(&calls), &fcu.payload_status)?;
 
         self.head = Head {
             hash: block_hash,
@@ -293,27 +248,10 @@ impl Driver {
             hash: block_hash,
             parent_hash,
             tx_hashes,
-            blob_count: versioned_hashes.len(),
+            blob_count,
             left_out,
             calls,
         })
-    }
-
-    async fn call(
-        &self,
-        method: &'static MethodSpec,
-        params: Value,
-        calls: &mut Vec<CallTiming>,
-    ) -> Result<Value, DriveError> {
-        let reply = self
-            .engine
-            .call(method.name, &params, self.config.fork)
-            .await?;
-        calls.push(CallTiming {
-            method: method.name,
-            elapsed: reply.elapsed,
-        });
-        Ok(reply.result)
     }
 }
 
@@ -336,35 +274,58 @@ pub async fn read_head(eth: &EthRpc) -> Result<Head, DriveError> {
 
 /// Payload attributes for block `number` at `timestamp`, and the parent beacon block root they
 /// carry: prevRandao and the root are hashes of the number; one withdrawal per block.
-fn attributes(fork: Fork, number: u64, timestamp: u64) -> (Value, B256) {
+fn attributes(fork: Fork, number: u64, timestamp: u64) -> (PayloadAttributes, B256) {
     let beacon_root = keccak256(format!("sszgate beacon root {number}"));
-    let mut fields = json!({
-        "timestamp": format!("0x{timestamp:x}"),
-        "prevRandao": keccak256(format!("sszgate randao {number}")),
-        "suggestedFeeRecipient": Address::repeat_byte(0xfe),
-        "withdrawals": [{
-            "index": format!("0x{:x}", number - 1),
-            "validatorIndex": format!("0x{:x}", number % 64),
-            "address": Address::repeat_byte(0x77),
-            "amount": "0x3b9aca00",
-        }],
-    });
-    if fork.has_blobs() {
-        fields["parentBeaconBlockRoot"] = json!(beacon_root);
+    let attributes = PayloadAttributes {
+        timestamp,
+        prev_randao: keccak256(format!("sszgate randao {number}")),
+        suggested_fee_recipient: Address::repeat_byte(0xfe),
+        withdrawals: Some(vec![Withdrawal {
+            index: number - 1,
+            validator_index: number % 64,
+            address: Address::repeat_byte(0x77),
+            amount: 1_000_000_000,
+        }]),
+        parent_beacon_block_root: fork.has_blobs().then_some(beacon_root),
+        slot_number: None,
+        target_gas_limit: None,
+    };
+    (attributes, beacon_root)
+}
+
+/// forkchoiceUpdated params: `head` as head, safe and finalized, and the attributes (if any).
+fn forkchoice(head: B256, attributes: Option<PayloadAttributes>) -> Forkchoice {
+    Forkchoice {
+        state: ForkchoiceState {
+            head_block_hash: head,
+            safe_block_hash: head,
+            finalized_block_hash: head,
+        },
+        attributes,
+        custody_columns: None,
     }
-    (fields, beacon_root)
 }
 
-fn forkchoice_state(head: B256) -> Value {
-    json!({"headBlockHash": head, "safeBlockHash": head, "finalizedBlockHash": head})
+/// The answer of a reply, its method and time noted in `calls`.
+fn timed<T>(reply: Reply<T>, calls: &mut Vec<CallTiming>) -> T {
+    calls.push(CallTiming {
+        method: reply.method,
+        elapsed: reply.elapsed,
+    });
+    reply.value
 }
 
-fn expect_valid(method: &MethodSpec, status: &Value) -> Result<(), DriveError> {
-    match status["status"].as_str() {
-        Some("VALID") => Ok(()),
+/// The method of the last call made.
+fn calls_last(calls: &[CallTiming]) -> &'static str {
+    calls.last().map_or("engine API", |c| c.method)
+}
+
+fn expect_valid(method: &str, status: &PayloadStatus) -> Result<(), DriveError> {
+    match status.status {
+        PayloadStatusEnum::Valid => Ok(()),
         _ => Err(DriveError::Answer {
-            method: method.name.to_string(),
-            problem: format!("status is not VALID: {status}"),
+            method: method.to_string(),
+            problem: format!("status is not VALID: {status:?}"),
         }),
     }
 }
@@ -381,20 +342,22 @@ fn quantity(value: &Value) -> Option<u64> {
 }
 
 /// A getBlobs answer must hold every blob asked for (the EL built the block that has them).
-fn check_blobs(method: &MethodSpec, blobs: &Value, asked: usize) -> Result<(), DriveError> {
-    let wrong = |problem: String| DriveError::Answer {
-        method: method.name.to_string(),
-        problem,
+fn check_blobs(method: &MethodSpec, blobs: &Blobs, asked: usize) -> Result<(), DriveError> {
+    let (answers, missing) = match blobs {
+        Blobs::V1(items) => (items.len(), items.iter().filter(|b| b.is_none()).count()),
+        Blobs::V2(items) => (items.as_ref().map_or(0, Vec::len), 0),
+        Blobs::V3(items) => items.as_ref().map_or((0, 0), |items| {
+            (items.len(), items.iter().filter(|b| b.is_none()).count())
+        }),
+        Blobs::V4(items) => items.as_ref().map_or((0, 0), |items| {
+            (items.len(), items.iter().filter(|b| b.is_none()).count())
+        }),
     };
-    let items = blobs
-        .as_array()
-        .ok_or_else(|| wrong(format!("no blobs for {asked} hashes of a block it built")))?;
-    let missing = items.iter().filter(|b| b.is_null()).count();
-    if items.len() != asked || missing > 0 {
-        return Err(wrong(format!(
-            "{} answers ({missing} missing) for {asked} hashes",
-            items.len()
-        )));
+    if answers != asked || missing > 0 {
+        return Err(DriveError::Answer {
+            method: method.name.to_string(),
+            problem: format!("{answers} answers ({missing} missing) for {asked} hashes"),
+        });
     }
     Ok(())
 }
@@ -410,15 +373,11 @@ pub async fn detect_fork(engine: &EngineClient, eth: &EthRpc) -> Result<Fork, Dr
         return Ok(Fork::Cancun);
     }
     let offered = engine
-        .call(
-            "engine_exchangeCapabilities",
-            &json!([["engine_getPayloadV5", "engine_getPayloadV4"]]),
-            Fork::Osaka,
-        )
+        .exchange_capabilities(vec![
+            "engine_getPayloadV5".into(),
+            "engine_getPayloadV4".into(),
+        ])
         .await?;
-    let has_v5 = offered
-        .result
-        .as_array()
-        .is_some_and(|m| m.iter().any(|m| m == "engine_getPayloadV5"));
+    let has_v5 = offered.value.iter().any(|m| m == "engine_getPayloadV5");
     Ok(if has_v5 { Fork::Osaka } else { Fork::Prague })
 }

@@ -2,7 +2,8 @@
 //! would, over JSON-RPC or REST-SSZ, with real transaction load, and run the local devnet it
 //! drives.
 //!
-//! - [`client`]: one Engine API call at a time, timed and recorded (source `driver`);
+//! - [`client`]: sszgate's Engine API client (`sszgate-client`) with every exchange recorded
+//!   (source `driver`);
 //! - [`driver`]: the slot loop and the checks of every answer;
 //! - [`load`]: transfers and blob transactions (real mainnet blobs) from funded dev keys;
 //! - [`devnet`]: a geth on a fresh post-merge chain with sszgate's proxy in front, in one
@@ -15,7 +16,7 @@ pub mod devnet;
 pub mod driver;
 pub mod load;
 
-pub use client::{EngineClient, EngineTransport};
+pub use client::{EngineClient, EngineTransport, engine_client};
 pub use driver::{BlockReport, DriveConfig, Driver, Head};
 pub use load::{EthRpc, Load, LoadShape};
 
@@ -69,14 +70,4 @@ pub enum DriveError {
     /// A devnet step failed.
     #[error("devnet: {0}")]
     Devnet(String),
-}
-
-impl DriveError {
-    /// An error of the engine crate while building `method`'s request.
-    pub(crate) fn engine(method: &str, error: sszgate_engine::Error) -> DriveError {
-        DriveError::Answer {
-            method: method.to_string(),
-            problem: error.to_string(),
-        }
-    }
 }

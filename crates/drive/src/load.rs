@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use sszgate_engine::Fork;
 use sszgate_fixtures::BlobItem;
 
-use crate::{DriveError, client::json_rpc_result};
+use crate::DriveError;
 
 /// Public development keys (the well-known first two keys of the common test mnemonic), funded
 /// in the devnet genesis: the first sends transfers, the second blob transactions (an account
@@ -359,4 +359,37 @@ pub async fn submit(
         }
     }
     Ok(())
+}
+
+/// The `result` of a JSON-RPC answer, or its error as a [`DriveError`] naming `method`.
+fn json_rpc_result(method: &str, status: u16, body: &[u8]) -> Result<Value, DriveError> {
+    let mut envelope: Value = serde_json::from_slice(body).map_err(|_| DriveError::Http {
+        method: method.to_string(),
+        status,
+        body: snippet(body),
+    })?;
+    if let Some(error) = envelope.get("error").filter(|e| !e.is_null()) {
+        return Err(DriveError::Rpc {
+            method: method.to_string(),
+            code: error["code"].as_i64().unwrap_or(0),
+            message: error["message"].as_str().unwrap_or("").to_string(),
+        });
+    }
+    match envelope.get_mut("result") {
+        Some(result) => Ok(result.take()),
+        None => Err(DriveError::Answer {
+            method: method.to_string(),
+            problem: "a JSON-RPC answer with neither result nor error".into(),
+        }),
+    }
+}
+
+/// The start of a body, as text, for error messages.
+fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+    if body.len() > 300 {
+        format!("{text}…")
+    } else {
+        text
+    }
 }

@@ -129,6 +129,71 @@ impl BuiltPayload {
     }
 }
 
+impl BuiltPayload {
+    /// The payload's V1 fields (hashes, number, timestamp, transactions), whatever the version.
+    pub fn payload_v1(&self) -> &ExecutionPayloadV1 {
+        match self {
+            BuiltPayload::V1(p) => p,
+            BuiltPayload::V2(e) => match &e.execution_payload {
+                ExecutionPayloadFieldV2::V1(p) => p,
+                ExecutionPayloadFieldV2::V2(p) => &p.payload_inner,
+            },
+            BuiltPayload::V3(e) => &e.execution_payload.payload_inner.payload_inner,
+            BuiltPayload::V4(e) => {
+                &e.envelope_inner
+                    .execution_payload
+                    .payload_inner
+                    .payload_inner
+            }
+            BuiltPayload::V5(e) => &e.execution_payload.payload_inner.payload_inner,
+            BuiltPayload::V6(e) => {
+                &e.execution_payload
+                    .payload_inner
+                    .payload_inner
+                    .payload_inner
+            }
+        }
+    }
+
+    /// The newPayload request importing this payload, with the `versioned_hashes` of its blob
+    /// transactions and the parent beacon block `root` of its attributes (from Cancun on;
+    /// `None` when a root is needed and not given).
+    pub fn to_new_payload(
+        &self,
+        versioned_hashes: Vec<B256>,
+        root: Option<B256>,
+    ) -> Option<NewPayload> {
+        Some(match self {
+            BuiltPayload::V1(p) => NewPayload::Paris(p.clone()),
+            BuiltPayload::V2(e) => match &e.execution_payload {
+                ExecutionPayloadFieldV2::V1(p) => NewPayload::Paris(p.clone()),
+                ExecutionPayloadFieldV2::V2(p) => NewPayload::Shanghai(p.clone()),
+            },
+            BuiltPayload::V3(e) => {
+                NewPayload::Cancun(e.execution_payload.clone(), versioned_hashes, root?)
+            }
+            BuiltPayload::V4(e) => NewPayload::Prague(
+                e.envelope_inner.execution_payload.clone(),
+                versioned_hashes,
+                root?,
+                e.execution_requests.clone(),
+            ),
+            BuiltPayload::V5(e) => NewPayload::Prague(
+                e.execution_payload.clone(),
+                versioned_hashes,
+                root?,
+                e.execution_requests.clone(),
+            ),
+            BuiltPayload::V6(e) => NewPayload::Amsterdam(
+                e.execution_payload.clone(),
+                versioned_hashes,
+                root?,
+                e.execution_requests.clone(),
+            ),
+        })
+    }
+}
+
 /// `engine_getPayloadBodiesBy*Vn` result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Bodies {

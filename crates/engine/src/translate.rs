@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     error::{Error, Problem, Result},
     fork::Fork,
-    json,
-    message::Message,
+    message::{Blobs, Message},
     method::{
         self, Family, HttpMethod, JSON_CONTENT_TYPE, MethodSpec, PROBLEM_CONTENT_TYPE, Resource,
         Route, SSZ_CONTENT_TYPE, Scope,
@@ -102,13 +101,25 @@ pub fn request_to_rest(
     let fork = fork.unwrap_or_else(|| method.latest_fork());
     method.check_fork(fork)?;
     let message = Message::from_json(method, fork, method.request, params)?;
+    rest_request(method, fork, &message)
+}
+
+/// The REST request carrying `message`, the typed request of `method` under `fork`: the
+/// route (a payload id or a range goes in the path), the fork header where the resource is
+/// fork-scoped, and the SSZ body.
+pub fn rest_request(
+    method: &'static MethodSpec,
+    fork: Fork,
+    message: &Message,
+) -> Result<RestRequest> {
+    method.check_fork(fork)?;
     let fork_header = (method.resource.scope() == Scope::ForkScoped).then_some(fork);
     let mut route = Route {
         resource: method.resource,
         payload_id: None,
         range: None,
     };
-    let body = match (&message, method.resource) {
+    let body = match (message, method.resource) {
         (Message::PayloadId(id), _) => {
             route.payload_id = Some(id.0.0);
             Vec::new()
@@ -126,6 +137,16 @@ pub fn request_to_rest(
         fork: fork_header,
         body,
     })
+}
+
+/// sszgate's own `ClientVersionV1` as `engine_getClientVersionV1` params: what it sends when
+/// it asks an EL on its own behalf.
+pub fn own_client_version_params() -> Vec<u8> {
+    format!(
+        r#"[{{"code":"SG","name":"sszgate","version":"{}","commit":"00000000"}}]"#,
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
 }
 
 /// The JSON-RPC call for a REST request. `fork_header` is the `Eth-Execution-Version` value;
@@ -173,11 +194,7 @@ pub fn request_from_route(
     let params = match &message {
         // The gateway asks these on its own behalf; the REST caller sends no body.
         Message::Capabilities(_) => b"[[]]".to_vec(),
-        Message::ClientVersion(_) => format!(
-            r#"[{{"code":"SG","name":"sszgate","version":"{}","commit":"00000000"}}]"#,
-            env!("CARGO_PKG_VERSION")
-        )
-        .into_bytes(),
+        Message::ClientVersion(_) => own_client_version_params(),
         m => m.to_json_params()?,
     };
     Ok(RpcCall {
@@ -227,26 +244,33 @@ pub fn result_from_rest(
     body: &[u8],
     blobs_requested: usize,
 ) -> Result<std::result::Result<Vec<u8>, RpcError>> {
-    match status {
-        200 => {
-            let message = Message::from_ssz(method, fork, method.response, body)?;
-            Ok(Ok(message.to_json()?))
-        }
-        204 => {
-            let null = match method.version {
-                1 if method.resource == Resource::Blobs(1) => {
-                    json::to_vec(&vec![serde_json::Value::Null; blobs_requested])?
-                }
-                _ if matches!(method.resource, Resource::Blobs(_)) => b"null".to_vec(),
-                _ => {
-                    return Err(Error::invalid(
-                        format!("{} answer", method.resource),
-                        "204 No Content where the spec has a body",
-                    ));
-                }
-            };
-            Ok(Ok(null))
-        }
+    match message_from_rest(method, fork, status, body, blobs_requested)? {
+        Ok(message) => Ok(Ok(message.to_json()?)),
+        Err(error) => Ok(Err(error)),
+    }
+}
+
+/// The typed answer (or error) in a REST response to a call of `method` under `fork`: the SSZ
+/// (or JSON, for `/capabilities` and `/identity`) body of a `200`, the empty getBlobs answer of
+/// a `204` (`blobs_requested` nulls for V1, `null` after), the error of a problem.
+pub fn message_from_rest(
+    method: &'static MethodSpec,
+    fork: Fork,
+    status: u16,
+    body: &[u8],
+    blobs_requested: usize,
+) -> Result<std::result::Result<Message, RpcError>> {
+    let no_content = |blobs| Ok(Ok(Message::Blobs(blobs)));
+    match (status, method.resource, method.version) {
+        (200, ..) => Ok(Ok(Message::from_ssz(method, fork, method.response, body)?)),
+        (204, Resource::Blobs(_), 1) => no_content(Blobs::V1(vec![None; blobs_requested])),
+        (204, Resource::Blobs(_), 2) => no_content(Blobs::V2(None)),
+        (204, Resource::Blobs(_), 3) => no_content(Blobs::V3(None)),
+        (204, Resource::Blobs(_), _) => no_content(Blobs::V4(None)),
+        (204, ..) => Err(Error::invalid(
+            format!("{} answer", method.resource),
+            "204 No Content where the spec has a body",
+        )),
         _ => Ok(Err(error_from_problem(status, body))),
     }
 }

@@ -16,11 +16,15 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http::{HeaderMap, Response, StatusCode, header};
+use http_body_util::Full;
+use sszgate_client::{
+    answer,
+    request::{self, CallHeaders},
+};
 use sszgate_engine::{
     MethodSpec, Problem,
-    coding::{self, Coding},
+    coding::Coding,
     method::{self, HttpMethod, Route},
     translate::{self, RestResponse, RpcError},
 };
@@ -148,40 +152,6 @@ pub(crate) fn negotiate(headers: &HeaderMap) -> Option<&'static str> {
         .find(|e| accepted.iter().any(|(name, ok)| *ok && name == e))
 }
 
-/// An EL's answer, read whole but never past `limit` bytes, and without its content coding
-/// (decoded to at most `limit` bytes too).
-async fn read_answer(
-    response: Response<hyper::body::Incoming>,
-    limit: usize,
-) -> Result<(StatusCode, Bytes), String> {
-    let status = response.status();
-    let encoding = response
-        .headers()
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let body = Limited::new(response.into_body(), limit)
-        .collect()
-        .await
-        .map_err(|e| {
-            if e.is::<LengthLimitError>() {
-                format!(
-                    "the EL's answer is over the {limit} bytes the gateway reads (--max-answer)"
-                )
-            } else {
-                format!("upstream body failed: {e}")
-            }
-        })?
-        .to_bytes();
-    let decoded = coding::decode(&body, encoding.as_deref(), limit)
-        .map_err(|e| format!("the EL's answer does not decode: {e}"))?;
-    let decoded = match decoded {
-        std::borrow::Cow::Borrowed(_) => body,
-        std::borrow::Cow::Owned(decoded) => Bytes::from(decoded),
-    };
-    Ok((status, decoded))
-}
-
 /// Which way a call crosses the bridge.
 pub(crate) enum Direction {
     /// A JSON-RPC call of this method to a REST-SSZ EL.
@@ -255,23 +225,18 @@ async fn rest_to_json(
         Ok(rpc) => rpc,
         Err(e) => return problem(request_problem(&e), e.to_string()),
     };
-    let rpc_body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"{}","params":{}}}"#,
-        rpc.method.name,
-        String::from_utf8_lossy(&rpc.params)
-    );
+    let rpc_body = request::envelope(1, rpc.method.name, &rpc.params);
     let translate_request_us = started.elapsed().as_micros() as u64;
     let upstream_request_bytes = rpc_body.len() as u64;
-    let request = Request::post(config.upstream.uri("/"))
-        .header(header::CONTENT_TYPE, method::JSON_CONTENT_TYPE)
-        .header(header::ACCEPT_ENCODING, "zstd, gzip")
-        .header(header::AUTHORIZATION, format!("Bearer {}", secret.token()))
-        .body(Full::new(Bytes::from(rpc_body)))
-        .expect("a valid request");
+    let request = request::json_rpc(
+        config.upstream.uri("/"),
+        Bytes::from(rpc_body),
+        &upstream_headers(secret),
+    );
     let sent = Instant::now();
     let limit = config.limits.max_answer_bytes;
     let answer = match config.upstream.send(request).await {
-        Ok(response) => match read_answer(response, limit).await {
+        Ok(response) => match answer::read(response, limit).await {
             Ok((StatusCode::OK, body)) => body,
             Ok((status, body)) => {
                 let detail = format!(
@@ -288,7 +253,7 @@ async fn rest_to_json(
                 };
                 return problem(problem_type, detail);
             }
-            Err(detail) => return problem(Problem::Internal, detail),
+            Err(e) => return problem(Problem::Internal, e.to_string()),
         },
         Err(e @ (UpstreamError::Failed(..) | UpstreamError::Timeout(..))) => {
             config.upstream_transport.mark_unreachable();
@@ -427,34 +392,26 @@ async fn call_rest(
     m: &MethodSpec,
     rest: translate::RestRequest,
 ) -> Result<(u16, Bytes), String> {
-    let mut request = Request::builder()
-        .method(rest.method.as_str())
-        .uri(config.upstream.uri(&rest.target))
-        .header(header::AUTHORIZATION, format!("Bearer {}", secret.token()))
-        .header(header::ACCEPT_ENCODING, "zstd, gzip")
-        .header(
-            header::ACCEPT,
-            if m.resource.is_json() {
-                method::JSON_CONTENT_TYPE
-            } else {
-                method::SSZ_CONTENT_TYPE
-            },
-        );
-    if let Some(content_type) = rest.content_type() {
-        request = request.header(header::CONTENT_TYPE, content_type);
-    }
-    if let Some(fork) = rest.fork {
-        request = request.header(method::FORK_HEADER, fork.name());
-    }
-    let request = request
-        .body(Full::new(Bytes::from(rest.body)))
-        .expect("a valid request");
+    let uri = config.upstream.uri(&rest.target);
+    let request = request::rest(uri, rest, m.resource, &upstream_headers(secret));
     let response = config.upstream.send(request).await.map_err(|e| {
         config.upstream_transport.mark_unreachable();
         e.to_string()
     })?;
-    let (status, body) = read_answer(response, config.limits.max_answer_bytes).await?;
+    let (status, body) = answer::read(response, config.limits.max_answer_bytes)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((status.as_u16(), body))
+}
+
+/// The headers of the gateway's own call to the EL: its own token (a CL's token cannot be
+/// forwarded onto a different request) and the encodings it decodes.
+fn upstream_headers(secret: &JwtSecret) -> CallHeaders {
+    CallHeaders {
+        token: secret.token(),
+        client_version: None,
+        accept_encoding: Some(request::ACCEPT_ENCODINGS),
+    }
 }
 
 /// A JSON-RPC response object.

@@ -46,9 +46,9 @@ mod ws;
 
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
-pub use jwt::JwtSecret;
 pub use proxy::{DEFAULT_MAX_ANSWER_BYTES, Limits, ProxyConfig, serve};
 pub use sizes::{json_call_limit, rest_body_limit};
+pub use sszgate_client::JwtSecret;
 pub use upstream::{Upstream, UpstreamHealth};
 
 /// Errors that stop the gateway from starting (not per-call errors, which are answered).
@@ -62,9 +62,6 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
-    /// A JWT secret that is not 32 bytes of hex.
-    #[error("invalid JWT secret: {0}")]
-    Jwt(String),
     /// A socket error.
     #[error(transparent)]
     Io(#[from] std::io::Error),

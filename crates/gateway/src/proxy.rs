@@ -54,9 +54,8 @@ pub struct Limits {
     pub max_answer_bytes: usize,
 }
 
-/// The default of [`Limits::max_answer_bytes`]: four times the spec's request cap, past the
-/// largest legal answer (a getBlobsV2 answer for 128 blobs is about 35 MB of JSON).
-pub const DEFAULT_MAX_ANSWER_BYTES: usize = 256 << 20;
+/// The default of [`Limits::max_answer_bytes`] (the client's bound on an EL's answer).
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = sszgate_client::DEFAULT_MAX_ANSWER_BYTES;
 
 impl Default for Limits {
     fn default() -> Limits {

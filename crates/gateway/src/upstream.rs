@@ -9,13 +9,15 @@ use std::{
 
 use bytes::Bytes;
 use http::{Request, Response, Uri, uri::PathAndQuery};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::{
     client::legacy::{Client, connect::HttpConnector},
     rt::TokioExecutor,
 };
 use serde::Serialize;
+
+use sszgate_client::{identity, request::CallHeaders};
 
 use crate::{Error, JwtSecret};
 
@@ -194,38 +196,20 @@ impl Upstream {
     /// Asks the EL's client version (`engine_getClientVersionV1`) with the gateway's own JWT:
     /// `code/name/version/commit` of the first entry, or `None` when it cannot be had.
     pub async fn client_version(&self, jwt: &JwtSecret) -> Option<String> {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"engine_getClientVersionV1","params":[{"code":"SG","name":"sszgate","version":"0.1.0","commit":"00000000"}]}"#;
-        let request = Request::post(self.uri("/"))
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(
-                http::header::AUTHORIZATION,
-                format!("Bearer {}", jwt.token()),
-            )
-            .body(Full::new(Bytes::from_static(body.as_bytes())))
-            .ok()?;
+        let request = sszgate_client::request::json_rpc(
+            self.uri("/"),
+            Bytes::from(identity::client_version_request()),
+            &CallHeaders {
+                token: jwt.token(),
+                ..CallHeaders::default()
+            },
+        );
         let response = self.send(request).await.ok()?;
         // A client version is a few hundred bytes; a larger answer is not read past 64 KiB.
-        let bytes = http_body_util::Limited::new(response.into_body(), 64 << 10)
-            .collect()
+        let (_, answer) = sszgate_client::answer::read(response, 64 << 10)
             .await
-            .ok()?
-            .to_bytes();
-        let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-        let first = value.get("result")?.get(0)?;
-        let field = |k: &str| {
-            first
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("?")
-                .to_string()
-        };
-        let version = format!(
-            "{}/{}/{}/{}",
-            field("code"),
-            field("name"),
-            field("version"),
-            field("commit")
-        );
+            .ok()?;
+        let version = identity::read_client_version(&answer)?;
         self.health.lock().expect("health lock").el_client = Some(version.clone());
         Some(version)
     }
