@@ -254,3 +254,43 @@ fn the_checks_catch_what_they_look_for() {
     assert!(matches!(line("sszgate record --x"), Some(Err(_))));
     assert_eq!(line("GET /engine/v1/capabilities"), None);
 }
+
+/// The long-running commands, configured by an operator's service file as often as by flags.
+const DAEMONS: [&str; 1] = ["proxy"];
+
+/// The flags of `cmd` with no `SSZGATE_` environment variable.
+fn flags_without_env(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter(|arg| !matches!(arg.get_id().as_str(), "help" | "version") && !arg.is_positional())
+        .filter(|arg| {
+            !arg.get_env()
+                .is_some_and(|env| env.to_string_lossy().starts_with("SSZGATE_"))
+        })
+        .map(|arg| format!("{} --{}", cmd.get_name(), arg.get_id()))
+        .collect()
+}
+
+#[test]
+fn every_daemon_flag_has_an_environment_variable() {
+    let root = Cli::command();
+    let missing: Vec<String> = DAEMONS
+        .iter()
+        .flat_map(|name| {
+            let cmd = root.find_subcommand(name).expect("a daemon command");
+            flags_without_env(cmd)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "daemon flags without an SSZGATE_ environment variable: {missing:?}"
+    );
+    let bare = clap::Command::new("d")
+        .arg(
+            clap::Arg::new("listen")
+                .long("listen")
+                .env("SSZGATE_LISTEN"),
+        )
+        .arg(clap::Arg::new("store").long("store").env("STORE"))
+        .arg(clap::Arg::new("quiet").long("quiet"));
+    assert_eq!(flags_without_env(&bare), ["d --store", "d --quiet"]);
+}
