@@ -15,7 +15,11 @@ use http::{HeaderMap, Method, Request, header};
 use sszgate_engine::method::{self, Route};
 use sszgate_record::{Capture, Transport};
 
-use crate::{ProxyConfig, classify::Refusal};
+use crate::{
+    ProxyConfig,
+    classify::Refusal,
+    identify::{self, Peer},
+};
 
 /// One call as the gateway knows it: from its head, then from its body.
 pub(crate) struct Call {
@@ -35,7 +39,7 @@ pub(crate) struct Call {
     pub(crate) route: Option<Result<Route, Refusal>>,
     /// The `Eth-Execution-Version` header.
     pub(crate) fork: Option<String>,
-    /// The CL's `X-Engine-Client-Version`, or the configured label.
+    /// The CL, as `identify` names it.
     pub(crate) cl_client: Option<String>,
     /// The request's `Content-Encoding` header, as sent.
     pub(crate) content_encoding: Option<String>,
@@ -97,7 +101,11 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 
 impl Call {
     /// The call as its head describes it. A REST-SSZ route is parsed here, once.
-    pub(crate) fn from_head<B>(request: &Request<B>, config: &ProxyConfig) -> Call {
+    pub(crate) fn from_head<B>(
+        request: &Request<B>,
+        config: &ProxyConfig,
+        peer: Option<&Peer>,
+    ) -> Call {
         let headers = request.headers();
         let target = request
             .uri()
@@ -121,13 +129,32 @@ impl Call {
             target,
             route,
             fork: header_str(headers, method::FORK_HEADER),
-            cl_client: header_str(headers, method::CLIENT_VERSION_HEADER)
-                .or_else(|| config.cl_label.clone()),
+            cl_client: identify::from_head(headers, config.cl_label.as_deref(), peer),
             content_encoding: header_str(headers, "content-encoding"),
             body_limit,
             body: Bytes::new(),
             rpc: None,
         }
+    }
+
+    /// Names the CL by the `ClientVersionV1` it sends when this is its
+    /// `engine_getClientVersionV1` call, and remembers it for its address.
+    pub(crate) fn learn_cl(&mut self, peer: Option<&Peer>) {
+        let Some(rpc) = &self.rpc else { return };
+        if rpc.method.as_deref() != Some("engine_getClientVersionV1") {
+            return;
+        }
+        let Some(who) = rpc
+            .params
+            .as_deref()
+            .and_then(identify::from_client_version_params)
+        else {
+            return;
+        };
+        if let Some(peer) = peer {
+            peer.identities.remember(peer.ip, &who);
+        }
+        self.cl_client = Some(who);
     }
 
     /// The route, when the path names a REST-SSZ resource.

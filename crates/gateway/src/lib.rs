@@ -37,6 +37,7 @@ mod call;
 mod classify;
 mod control;
 mod enforce;
+mod identify;
 mod jwt;
 mod proxy;
 mod sizes;

@@ -27,6 +27,7 @@ use tokio::net::TcpListener;
 use crate::{
     call::{Call, header_str, now_unix_us},
     classify::{self, Refusal},
+    identify::{ClIdentities, Peer},
     jwt::Denied,
     tap::{Tap, Timing},
     upstream::{Upstream, UpstreamError},
@@ -139,6 +140,7 @@ pub async fn serve(
     // including what it records after its connection closes (a head refused by hyper).
     let (alive, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
     let mut acceptor = crate::accept::Acceptor::new(&listener, "engine", recorder.metrics());
+    let identities = Arc::new(ClIdentities::default());
     loop {
         let (stream, peer) = tokio::select! {
             accepted = acceptor.accept() => accepted?,
@@ -160,15 +162,19 @@ pub async fn serve(
             hard_head.max(crate::sizes::MIN_H2_HEADER_LIST),
         );
         let connection_recorder = recorder.clone();
+        let from = Peer {
+            ip: peer.ip(),
+            identities: identities.clone(),
+        };
         let service = service_fn(move |request| {
-            let (config, recorder) = (config.clone(), recorder.clone());
+            let (config, recorder, from) = (config.clone(), recorder.clone(), from.clone());
             // A permit per call, held until its answer is handed to hyper (streaming the
             // body goes on without it); none free: answered 503 at once.
             let permit = in_flight.clone().try_acquire_owned();
             async move {
                 match permit {
-                    Ok(_permit) => handle(request, config, recorder).await,
-                    Err(_) => Ok(too_busy(&request, &config, &recorder)),
+                    Ok(_permit) => handle(request, config, recorder, from).await,
+                    Err(_) => Ok(too_busy(&request, &config, &recorder, &from)),
                 }
             }
         });
@@ -237,8 +243,9 @@ async fn handle(
     request: Request<Incoming>,
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
+    peer: Peer,
 ) -> Result<Response<ResponseBody>, Infallible> {
-    let mut call = Call::from_head(&request, &config);
+    let mut call = Call::from_head(&request, &config, Some(&peer));
     if let Err(refusal) = admit_head(&request, &config) {
         return Ok(refuse(call, refusal, &recorder));
     }
@@ -249,6 +256,7 @@ async fn handle(
     if let Err(refusal) = admit_body(&mut call, &parts.headers, body, &config).await {
         return Ok(refuse(call, refusal, &recorder));
     }
+    call.learn_cl(Some(&peer));
     Ok(dispatch(call, parts, config, recorder).await)
 }
 
@@ -521,6 +529,7 @@ fn too_busy(
     request: &Request<Incoming>,
     config: &ProxyConfig,
     recorder: &Recorder,
+    peer: &Peer,
 ) -> Response<ResponseBody> {
     let message = format!(
         "{} calls in flight already: try again",
@@ -529,7 +538,11 @@ fn too_busy(
     let refusal = classify::refuse(Problem::Internal, message)
         .by(ErrorSide::Gateway)
         .with_status(StatusCode::SERVICE_UNAVAILABLE);
-    refuse(Call::from_head(request, config), refusal, recorder)
+    refuse(
+        Call::from_head(request, config, Some(peer)),
+        refusal,
+        recorder,
+    )
 }
 
 /// The `Authorization` value of the gateway's own token, when it signs upstream calls.

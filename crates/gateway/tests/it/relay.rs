@@ -538,3 +538,67 @@ async fn auto_transport_relays_for_a_rest_ssz_el_and_bridges_for_a_json_only_one
         UpstreamTransport::Json
     );
 }
+
+#[tokio::test]
+async fn the_cl_is_named_by_what_it_says_of_itself_on_every_later_call() {
+    let el = FakeEl::start(|_| {
+        Answer::ok(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":[{"code":"GE","name":"Geth","version":"1.17.8","commit":"0x1"}]}"#,
+        )
+    })
+    .await;
+    let proxy = Proxy::start(&el.url()).await;
+    let call = |method: &str, params: &str, agent: Option<&str>| {
+        let mut request = post_json(
+            &proxy.url(),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#),
+        );
+        if let Some(agent) = agent {
+            request
+                .headers_mut()
+                .insert("user-agent", agent.parse().unwrap());
+        }
+        request
+    };
+    // Before the CL says who it is, its User-Agent names it.
+    send(
+        call("engine_exchangeCapabilities", "[[]]", Some("node-fetch")),
+        false,
+    )
+    .await;
+    // Lodestar's first call: its own ClientVersionV1 as the params (each `send` is a new
+    // connection, so what follows is stamped from the remembered address).
+    let own = r#"[{"code":"LS","name":"Lodestar","version":"v1.22.0","commit":"6de0736"}]"#;
+    send(
+        call("engine_getClientVersionV1", own, Some("node-fetch")),
+        false,
+    )
+    .await;
+    send(
+        call("engine_exchangeCapabilities", "[[]]", Some("node-fetch")),
+        false,
+    )
+    .await;
+    let (db, _dir) = proxy.finish().await;
+    let mut stmt = db
+        .prepare("SELECT method, cl_client FROM calls ORDER BY seq")
+        .unwrap();
+    let rows: Vec<(String, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let lodestar = Some("LS/Lodestar/v1.22.0/6de0736".to_string());
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "engine_exchangeCapabilities".into(),
+                Some("node-fetch".into())
+            ),
+            ("engine_getClientVersionV1".into(), lodestar.clone()),
+            ("engine_exchangeCapabilities".into(), lodestar),
+        ]
+    );
+}
