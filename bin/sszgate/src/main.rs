@@ -5,6 +5,7 @@
 //! exit 2 (clap's); a closed stdout (`sszgate … | head`) is not an error.
 
 mod convert;
+mod ctl;
 mod drive;
 mod flags;
 mod input;
@@ -38,8 +39,8 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(after_help = "\
-Operator commands (proxy, drive, convert, methods, verify, report) work with the CL and EL you
-run; lab commands (demo, devnet, bench) start clients and proxies of their own.
+Operator commands (proxy, ctl, drive, convert, methods, verify, report) work with the CL and EL
+you run; lab commands (demo, devnet, bench) start clients and proxies of their own.
 Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.")]
 struct Cli {
     #[command(subcommand)]
@@ -69,6 +70,10 @@ enum Command {
     /// Report on recorded calls: latency, overhead by EL and blob count, bridge, verdicts.
     #[command(display_order = 6)]
     Report(report::ReportArgs),
+    /// Control a running proxy (rules, add, rm, clear, pause, resume): inject faults per
+    /// method (delay, error, status, drop, corrupt), pause and resume forwarding.
+    #[command(display_order = 7)]
+    Ctl(ctl::CtlArgs),
 
     // Lab commands (`lab`): clients, proxies and fake ELs of their own.
     /// [lab] The first run: a geth devnet, 20 blocks with blobs driven over REST-SSZ via the
@@ -105,6 +110,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Methods => convert::print_methods(),
+        Command::Ctl(args) => ctl::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -50,6 +50,8 @@ pub(crate) struct Call {
     pub(crate) body: Bytes,
     /// JSON-RPC only, once the body is scanned: its envelope.
     pub(crate) rpc: Option<RpcEnvelope>,
+    /// What the control point did to the call (`faults`), for its record.
+    pub(crate) injected: Option<String>,
 }
 
 /// The envelope of a JSON-RPC body, scanned once (params are never parsed here). The raw
@@ -134,6 +136,7 @@ impl Call {
             body_limit,
             body: Bytes::new(),
             rpc: None,
+            injected: None,
         }
     }
 
@@ -155,6 +158,33 @@ impl Call {
             peer.identities.remember(peer.ip, &who);
         }
         self.cl_client = Some(who);
+    }
+
+    /// The method's row: the JSON-RPC method of a single call or of a batch's first, or the
+    /// one a REST resource stands for under the call's fork (its newest without one).
+    pub(crate) fn method_spec(&self) -> Option<&'static method::MethodSpec> {
+        if let Some(rpc) = &self.rpc {
+            return method::by_name(rpc.method.as_deref()?).ok();
+        }
+        let route = self.route()?;
+        let fork = self.fork.as_deref().and_then(|f| f.parse().ok());
+        match fork {
+            Some(fork) => method::for_resource(route.resource, fork).ok(),
+            None => method::METHODS
+                .iter()
+                .rev()
+                .find(|m| m.resource == route.resource),
+        }
+    }
+
+    /// The call's JSON-RPC method name, as [`Call::method_spec`] finds it; for an unknown
+    /// JSON-RPC method, the name it was called by.
+    pub(crate) fn method_name(&self) -> Option<&str> {
+        match (self.method_spec(), &self.rpc) {
+            (Some(m), _) => Some(m.name),
+            (None, Some(rpc)) => rpc.method.as_deref(),
+            (None, None) => None,
+        }
     }
 
     /// The route, when the path names a REST-SSZ resource.
@@ -196,6 +226,7 @@ impl Call {
             encodings: (self.content_encoding, None),
             request: self.body,
             request_limit: self.body_limit,
+            injected: self.injected,
             ..Capture::default()
         }
     }

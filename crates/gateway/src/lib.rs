@@ -37,7 +37,9 @@ mod call;
 mod classify;
 mod control;
 mod enforce;
+mod faults;
 mod identify;
+pub mod inject;
 mod jwt;
 mod proxy;
 mod sizes;
@@ -47,6 +49,7 @@ mod ws;
 
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
+pub use inject::ControlPoint;
 pub use proxy::{DEFAULT_MAX_ANSWER_BYTES, Limits, ProxyConfig, serve};
 pub use sizes::{json_call_limit, rest_body_limit};
 pub use sszgate_client::JwtSecret;

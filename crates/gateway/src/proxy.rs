@@ -6,7 +6,6 @@
 //! between transports (`bridge`), the WebSocket message relay (`ws`).
 
 use std::{
-    convert::Infallible,
     future::Future,
     sync::Arc,
     time::{Duration, Instant},
@@ -27,6 +26,7 @@ use tokio::net::TcpListener;
 use crate::{
     call::{Call, header_str, now_unix_us},
     classify::{self, Refusal},
+    faults::Stage,
     identify::{ClIdentities, Peer},
     jwt::Denied,
     tap::{Tap, Timing},
@@ -34,7 +34,7 @@ use crate::{
 };
 
 /// The response body type of the relay: a tapped upstream body or a gateway answer.
-type ResponseBody = UnsyncBoxBody<Bytes, hyper::Error>;
+pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, hyper::Error>;
 
 /// Limits on what a caller may hold of the proxy.
 #[derive(Clone, Copy, Debug)]
@@ -88,6 +88,12 @@ pub struct ProxyConfig {
     /// `--verify-enforce`: refuse a newPayload whose payload fails verification (a testing
     /// aid; the one case where the forward path decodes a body).
     pub verify_enforce: bool,
+    /// Flow control and fault injection: the pause and the rules (`sszgate ctl`).
+    pub control: crate::ControlPoint,
+    /// The bearer token the control address asks of calls that change behaviour (pause,
+    /// rules); without one, those are taken from anyone who can reach the control address
+    /// (loopback by default).
+    pub control_token: Option<String>,
     /// `--auth verify`: check every call's JWT against `jwt` (401 otherwise, before the body is
     /// read) and sign upstream calls with the gateway's own token; `false` relays the CL's
     /// token untouched and lets the EL decide.
@@ -244,7 +250,7 @@ async fn handle(
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
     peer: Peer,
-) -> Result<Response<ResponseBody>, Infallible> {
+) -> Result<Response<ResponseBody>, Dropped> {
     let mut call = Call::from_head(&request, &config, Some(&peer));
     if let Err(refusal) = admit_head(&request, &config) {
         return Ok(refuse(call, refusal, &recorder));
@@ -257,7 +263,72 @@ async fn handle(
         return Ok(refuse(call, refusal, &recorder));
     }
     call.learn_cl(Some(&peer));
+    let call = match crate::faults::stage(call, &config, &recorder).await {
+        Stage::Go(call) => call,
+        Stage::Corrupt(call, pointer, value) => {
+            return Ok(relay_corrupted(call, parts, &config, &recorder, &pointer, value).await);
+        }
+        Stage::Answered(response) => return Ok(response),
+        Stage::Drop => return Err(Dropped),
+    };
     Ok(dispatch(call, parts, config, recorder).await)
+}
+
+/// A call whose connection a control rule closes without an answer: returned to the HTTP
+/// layer as the service's error, which closes the connection (HTTP/1.1) or resets the
+/// stream (HTTP/2).
+#[derive(Debug)]
+pub(crate) struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by a control rule")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+/// Relays a call whose answer a rule corrupts: the answer is read whole (bounded, decoded),
+/// its `result` changed at `pointer`, and sent as plain JSON. An answer that cannot be
+/// changed is sent as it came, and its record says why.
+async fn relay_corrupted(
+    mut call: Call,
+    parts: http::request::Parts,
+    config: &ProxyConfig,
+    recorder: &Recorder,
+    pointer: &str,
+    value: serde_json::Value,
+) -> Response<ResponseBody> {
+    let request = upstream_request(&call, parts, config);
+    let answer = match config.upstream.send(request).await {
+        Ok(response) => sszgate_client::answer::read(response, config.limits.max_answer_bytes)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let (status, answer) = match answer {
+        Ok(answer) => answer,
+        Err(e) => {
+            let refusal = classify::refuse(Problem::Internal, e).by(ErrorSide::El);
+            return refuse(call, refusal.with_status(StatusCode::BAD_GATEWAY), recorder);
+        }
+    };
+    let body = match crate::faults::corrupt(&answer, pointer, value) {
+        Ok(changed) => Bytes::from(changed),
+        Err(why) => {
+            if let Some(note) = &mut call.injected {
+                note.push_str(&format!(" (not applied: {why})"));
+            }
+            answer
+        }
+    };
+    crate::faults::answer(
+        call,
+        status,
+        Some(method::JSON_CONTENT_TYPE),
+        body,
+        recorder,
+    )
 }
 
 /// What the head alone can refuse: a head over the limit, and (`--auth verify`) a call
@@ -486,7 +557,7 @@ async fn first_frame(
 /// Answers a call the gateway refuses, in the shape of the call's transport, and records it:
 /// the one place a refusal is answered. A refusal of a scanned JSON-RPC call echoes the id of
 /// its first call unless it names its own.
-fn refuse(call: Call, refusal: Refusal, recorder: &Recorder) -> Response<ResponseBody> {
+pub(crate) fn refuse(call: Call, refusal: Refusal, recorder: &Recorder) -> Response<ResponseBody> {
     let id = refusal
         .id
         .clone()

@@ -61,6 +61,16 @@ pub struct AcceptLabels {
     pub kind: String,
 }
 
+/// Labels of the faults control rules injected.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InjectLabels {
+    /// The call's method (JSON-RPC name; REST calls by the method their resource stands for).
+    pub method: String,
+    /// The rule's action: `delay`, `rpc_error`, `http_status`, `payload_status`, `drop`,
+    /// `corrupt`, or `held` (paused forwarding).
+    pub action: String,
+}
+
 /// The metrics of one recorder.
 pub struct Metrics {
     registry: Registry,
@@ -73,6 +83,7 @@ pub struct Metrics {
     verdicts: Family<VerifyLabels, Counter>,
     faults: Family<FaultLabels, Counter>,
     accept_errors: Family<AcceptLabels, Counter>,
+    injected: Family<InjectLabels, Counter>,
     /// Bytes of body held by the records waiting.
     pub queue_bytes: Gauge,
     /// Records dropped because the queue was full.
@@ -129,6 +140,12 @@ impl Metrics {
         let faults = Family::<FaultLabels, Counter>::default();
         let accept_errors = Family::<AcceptLabels, Counter>::default();
         let queue_bytes = Gauge::default();
+        let injected = Family::<InjectLabels, Counter>::default();
+        registry.register(
+            "injected",
+            "Calls a control rule changed (delayed, answered, dropped, corrupted) or paused forwarding held",
+            injected.clone(),
+        );
         registry.register(
             "recorder_faults",
             "Faults (panics) the recorder caught while reading a call or writing a batch; it went on",
@@ -224,6 +241,7 @@ impl Metrics {
             verdicts,
             faults,
             accept_errors,
+            injected,
             queue_bytes,
             dropped,
             queue_depth,
@@ -289,6 +307,16 @@ impl Metrics {
             .get_or_create(&AcceptLabels {
                 listener: listener.to_string(),
                 kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts a call a control rule changed with `action`.
+    pub fn injected(&self, method: &str, action: &str) {
+        self.injected
+            .get_or_create(&InjectLabels {
+                method: method.to_string(),
+                action: action.to_string(),
             })
             .inc();
     }

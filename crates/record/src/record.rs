@@ -104,6 +104,8 @@ pub struct Capture {
     /// The bound on the request body's decoded size (its resource's or method's body limit),
     /// when it has a content coding; 0: the recorder's own bound.
     pub request_limit: usize,
+    /// The fault a rule injected into this call (`rule 3: delay 500 ms`), when one did.
+    pub injected: Option<String>,
     /// The answer's size when its frames were not kept: it was larger than the recorder
     /// holds (`--queue-bytes`), so only its size is recorded.
     pub response_not_kept: Option<u64>,
@@ -241,6 +243,9 @@ pub struct Record {
     /// does not decode or decodes past its bound, an answer too large to hold, a fault while
     /// reading it); the facts it would have given are left empty.
     pub capture_note: Option<String>,
+    /// The fault a control rule injected into this call, and which rule (`rule 3: delay 500
+    /// ms`): the answer the CL saw was not (only) the EL's.
+    pub injected: Option<String>,
     /// The Engine API facts.
     #[serde(flatten)]
     pub facts: Facts,
@@ -267,6 +272,7 @@ impl Record {
                 &self.cl_client,
                 &self.el_client,
                 &self.capture_note,
+                &self.injected,
                 &self.request_body,
                 &self.response_body,
                 &f.rpc_id,

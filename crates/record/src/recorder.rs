@@ -853,6 +853,7 @@ impl Worker {
             el_client: self.el_client.read().expect("el client lock").clone(),
             labels: self.labels.clone(),
             capture_note: None,
+            injected: c.injected.clone(),
             facts: Facts {
                 error_message: c.error_message.clone(),
                 ..Facts::default()

@@ -180,6 +180,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE calls ADD COLUMN verify_detail TEXT;
     ALTER TABLE calls ADD COLUMN verify_us INTEGER;",
     "ALTER TABLE calls ADD COLUMN capture_note TEXT;",
+    "ALTER TABLE calls ADD COLUMN injected TEXT;",
 ];
 
 impl Sink {
@@ -290,7 +291,7 @@ impl Sink {
                     let mut insert = tx
                         .prepare_cached(
                             "INSERT INTO calls VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,
-                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50,?51,?52)",
+                             ?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50,?51,?52,?53)",
                         )
                         .map_err(err)?;
                     for r in records {
@@ -348,7 +349,8 @@ impl Sink {
                                 f.verify_check,
                                 f.verify_detail,
                                 f.verify_us.map(|v| v as i64),
-                                r.capture_note
+                                r.capture_note,
+                                r.injected
                             ])
                             .map_err(err)?;
                     }

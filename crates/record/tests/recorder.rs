@@ -110,7 +110,7 @@ fn sqlite_schema_is_migrated_once_and_store_specs_are_checked() {
     let count: i64 = conn
         .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
         .unwrap();
-    assert_eq!((version, mode.as_str(), count), (5, "wal", 2));
+    assert_eq!((version, mode.as_str(), count), (6, "wal", 2));
     for bad in ["sqlite:", "mysql:x", "jsonl", "nothing"] {
         assert_eq!(
             bad.parse::<SinkSpec>().unwrap_err().to_string(),

@@ -205,7 +205,8 @@ pub(crate) struct ProxyArgs {
     #[arg(long, env = "SSZGATE_VERIFY_ENFORCE", help_heading = "Verification")]
     pub(crate) verify_enforce: bool,
 
-    /// Address of /metrics (Prometheus) and /_sszgate/status; loopback by default.
+    /// Address of /metrics (Prometheus), /_sszgate/status and the control point
+    /// (/_sszgate/rules, pause, resume: `sszgate ctl`); loopback by default.
     #[arg(
         long,
         env = "SSZGATE_METRICS",
@@ -213,6 +214,11 @@ pub(crate) struct ProxyArgs {
         help_heading = "Recording"
     )]
     pub(crate) metrics: SocketAddr,
+
+    /// Bearer token the control point asks of every call that changes the relay (pause,
+    /// resume, rules); without one, anyone who reaches the --metrics address may.
+    #[arg(long, env = "SSZGATE_CONTROL_TOKEN", help_heading = "Recording")]
+    pub(crate) control_token: Option<String>,
 }
 
 /// `--auth` values.

@@ -43,6 +43,8 @@ async fn run_async(settings: ProxySettings, secret: Option<JwtSecret>) -> Result
         jwt: secret.clone(),
         verify_enforce: settings.verify_enforce,
         verify_jwt: settings.verify_jwt,
+        control: sszgate_gateway::ControlPoint::default(),
+        control_token: settings.control_token,
     });
     let listener = TcpListener::bind(settings.listen)
         .await

@@ -16,8 +16,10 @@ use super::args::{AuthArg, ProxyArgs, TransportArg};
 pub(crate) struct ProxySettings {
     /// Where the CL connects.
     pub(crate) listen: SocketAddr,
-    /// Where /metrics and /_sszgate/status are served.
+    /// Where /metrics, /_sszgate/status and the control point are served.
     pub(crate) metrics: SocketAddr,
+    /// The control point's bearer token, if any.
+    pub(crate) control_token: Option<String>,
     /// The runtime's relay threads (tokio's default when `None`).
     pub(crate) worker_threads: Option<NonZeroUsize>,
     /// The EL's address and how to reach it.
@@ -98,6 +100,7 @@ pub(crate) fn resolve(args: &ProxyArgs, secret: Option<&JwtSecret>) -> Result<Pr
     Ok(ProxySettings {
         listen: args.listen,
         metrics: args.metrics,
+        control_token: args.control_token.clone(),
         worker_threads: args.worker_threads,
         upstream: UpstreamSettings {
             url: args.upstream.clone(),

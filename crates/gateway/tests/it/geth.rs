@@ -63,7 +63,12 @@ type Row = (
     Option<i64>,
 );
 
-async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> (u16, Value) {
+pub(crate) async fn rpc(
+    url: &str,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let mut request = Request::post(url).header("content-type", "application/json");
     if let Some(token) = token {
@@ -83,19 +88,19 @@ async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> (u1
 static ONE_GETH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A running geth on a fresh chain: the Engine API port, the genesis hash and time, the JWT.
-struct Node {
+pub(crate) struct Node {
     _geth: Geth,
     _dir: tempfile::TempDir,
-    auth_port: u16,
-    head: String,
-    timestamp: u64,
-    secret_hex: String,
+    pub(crate) auth_port: u16,
+    pub(crate) head: String,
+    pub(crate) timestamp: u64,
+    pub(crate) secret_hex: String,
     /// Held until the node is gone (fields drop in order: geth first).
     _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 /// Starts geth, or says why it cannot (None: skip locally, fail under CI).
-async fn start_geth() -> Option<Node> {
+pub(crate) async fn start_geth() -> Option<Node> {
     let Some(geth) = geth_binary() else {
         let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
         assert!(
@@ -220,7 +225,7 @@ async fn start_geth() -> Option<Node> {
 
 /// Payload attributes for the block after the genesis (`timestamp` is the genesis's), and the
 /// parent beacon block root they carry.
-fn next_attributes(timestamp: u64) -> (Value, String) {
+pub(crate) fn next_attributes(timestamp: u64) -> (Value, String) {
     let root = format!("0x{}", "02".repeat(32));
     let attributes = json!({
         "timestamp": format!("0x{:x}", timestamp + 12),

@@ -4,6 +4,7 @@
 mod auth;
 mod bridge;
 mod clickhouse;
+mod control;
 mod dashboard;
 mod fake_el;
 mod faults;
@@ -41,6 +42,9 @@ thread_local! {
     /// Where the next proxy this thread starts keeps its database (the fault tests put it on
     /// a small file system of their own); a fresh temporary directory when unset.
     pub(crate) static DB_DIR: std::cell::RefCell<Option<PathBuf>> =
+        const { std::cell::RefCell::new(None) };
+    /// The control token of the next proxy this thread starts.
+    pub(crate) static CONTROL_TOKEN: std::cell::RefCell<Option<String>> =
         const { std::cell::RefCell::new(None) };
     /// Sinks the next proxy this thread starts writes to besides its SQLite file.
     pub(crate) static EXTRA_SINKS: std::cell::RefCell<Vec<Sink>> =
@@ -202,6 +206,8 @@ impl Proxy {
             verify_jwt: jwt.is_some() && verify_jwt,
             jwt,
             verify_enforce,
+            control: sszgate_gateway::ControlPoint::default(),
+            control_token: CONTROL_TOKEN.with(|t| t.borrow().clone()),
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let control = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -10,6 +10,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../clickhouse/001_calls.sql")),
     (2, include_str!("../../clickhouse/002_xatu.sql")),
     (3, include_str!("../../clickhouse/003_capture_note.sql")),
+    (4, include_str!("../../clickhouse/004_injected.sql")),
 ];
 
 /// Fills one of xatu's tables from one batch of `sszgate_calls` rows: `{table}`, `{columns}`
@@ -95,7 +96,7 @@ mod tests {
             .iter()
             .map(|(_, s)| statements(s).len())
             .collect();
-        assert_eq!(counts, [1, 2, 1]);
+        assert_eq!(counts, [1, 2, 1, 1]);
         for (table, method, columns) in XATU_TABLES {
             let parts = statements(&xatu_fill(table, method, columns));
             assert_eq!(parts.len(), 1);

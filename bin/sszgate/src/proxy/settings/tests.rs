@@ -163,7 +163,7 @@ fn bad_values_are_refused_when_the_flags_are_read() {
 }
 
 /// Every variable of `sszgate proxy` with a value that is not its default.
-const ENV: [(&str, &str); 26] = [
+const ENV: [(&str, &str); 27] = [
     ("SSZGATE_UPSTREAM", "http://10.0.0.2:8551"),
     ("SSZGATE_LISTEN", "127.0.0.1:18551"),
     ("SSZGATE_WORKER_THREADS", "3"),
@@ -193,6 +193,7 @@ const ENV: [(&str, &str); 26] = [
     ("SSZGATE_VERIFY", "off"),
     ("SSZGATE_VERIFY_ENFORCE", "true"),
     ("SSZGATE_METRICS", "127.0.0.1:19551"),
+    ("SSZGATE_CONTROL_TOKEN", "env-control"),
 ];
 
 #[test]
@@ -243,6 +244,7 @@ fn each_variable_sets_its_flag_in_the_child() {
     assert_eq!(settings.upstream.url, "http://10.0.0.2:8551");
     assert_eq!(settings.listen, "127.0.0.1:18551".parse().unwrap());
     assert_eq!(settings.metrics, "127.0.0.1:19551".parse().unwrap());
+    assert_eq!(settings.control_token.as_deref(), Some("env-control"));
     assert_eq!(settings.worker_threads, NonZeroUsize::new(3));
     assert_eq!(settings.upstream.timeout, Duration::from_secs(2));
     assert!(settings.upstream.http2);
