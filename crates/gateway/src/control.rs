@@ -5,7 +5,8 @@
 //! - `GET /_sszgate/rules`: the pause and the rules in force;
 //! - `POST /_sszgate/rules` (a JSON rule, see `inject::RuleSpec`): adds one, `201 {"id":…}`;
 //! - `DELETE /_sszgate/rules/{id}`, `DELETE /_sszgate/rules`: removes one, or all;
-//! - `POST /_sszgate/pause` (`{"mode":"hold"|"reject"}`), `POST /_sszgate/resume`.
+//! - `POST /_sszgate/pause` (`{"mode":"hold"|"reject"}`), `POST /_sszgate/resume`;
+//! - `GET /_sszgate/events`: the live stream of records (server-sent events, `events`).
 //!
 //! What changes behaviour takes `Authorization: Bearer <--control-token>` when a token is set.
 //! Separate from the relay port and bound to loopback by default, so it is never exposed with
@@ -15,7 +16,7 @@ use std::{convert::Infallible, future::Future, sync::Arc};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::UnsyncBoxBody};
 use hyper::{body::Incoming, service::service_fn};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo},
@@ -56,6 +57,31 @@ pub async fn serve_control(
     }
 }
 
+/// A control answer's body: whole, or an event stream.
+type ControlBody = UnsyncBoxBody<Bytes, Infallible>;
+
+fn full(bytes: Bytes) -> ControlBody {
+    Full::new(bytes).boxed_unsync()
+}
+
+/// The event stream, or why the query does not make one.
+fn events(request: &Request<Incoming>, recorder: &Arc<Recorder>) -> Response<ControlBody> {
+    match crate::events::Filter::parse(request.uri().query().unwrap_or("")) {
+        Ok(filter) => Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-store")
+            .body(StreamBody::new(crate::events::stream(recorder, filter)).boxed_unsync())
+            .expect("a valid response"),
+        Err(why) => Response::builder()
+            .status(StatusCode::BAD_REQUEST)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(full(Bytes::from(
+                serde_json::json!({ "error": why }).to_string(),
+            )))
+            .expect("a valid response"),
+    }
+}
+
 /// Largest control request body read: a rule is a few hundred bytes.
 const MAX_CONTROL_BODY: usize = 64 << 10;
 
@@ -63,7 +89,10 @@ async fn answer(
     request: Request<Incoming>,
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<ControlBody>, Infallible> {
+    if request.uri().path() == "/_sszgate/events" {
+        return Ok(events(&request, &recorder));
+    }
     if request.uri().path().starts_with("/_sszgate/rules")
         || matches!(request.uri().path(), "/_sszgate/pause" | "/_sszgate/resume")
     {
@@ -71,7 +100,7 @@ async fn answer(
         return Ok(Response::builder()
             .status(status)
             .header(header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
+            .body(full(Bytes::from(body.to_string())))
             .expect("a valid response"));
     }
     let (status, content_type, body) = match request.uri().path() {
@@ -100,7 +129,7 @@ async fn answer(
     Ok(Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(Bytes::from(body)))
+        .body(full(Bytes::from(body)))
         .expect("a valid response"))
 }
 

@@ -37,6 +37,7 @@ mod call;
 mod classify;
 mod control;
 mod enforce;
+mod events;
 mod faults;
 mod identify;
 pub mod inject;

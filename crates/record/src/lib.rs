@@ -16,6 +16,7 @@
 //! `sszgate-engine`).
 
 pub mod clickhouse;
+pub mod events;
 pub mod meta;
 pub mod metrics;
 mod record;

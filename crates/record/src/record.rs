@@ -181,7 +181,7 @@ pub struct Facts {
 }
 
 /// One stored record: the capture's classification and timings with the facts.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Record {
     /// Sequence number within this recorder.
     pub seq: u64,

@@ -38,6 +38,7 @@ use sszgate_engine::{
 };
 
 use crate::{
+    events::Events,
     meta,
     metrics::Metrics,
     record,
@@ -158,6 +159,7 @@ pub struct Recorder {
     queue_bytes: u64,
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
+    events: Arc<Events>,
     el_client: Arc<RwLock<Option<String>>>,
     worker: Mutex<Option<JoinHandle<()>>>,
     /// The worker's thread, woken when the queue is half full and at shutdown.
@@ -229,6 +231,7 @@ impl Recorder {
         let (sender, receiver) = sync_channel(capacity);
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(Metrics::new());
+        let events = Arc::new(Events::default());
         let el_client = Arc::new(RwLock::new(None));
         let done = Arc::new(AtomicBool::new(false));
         let worker = setup(Worker::new(
@@ -239,6 +242,7 @@ impl Recorder {
                 done: done.clone(),
                 counters: counters.clone(),
                 metrics: metrics.clone(),
+                events: events.clone(),
                 el_client: el_client.clone(),
             },
         ));
@@ -258,6 +262,7 @@ impl Recorder {
             queue_bytes: config.queue_bytes as u64,
             counters,
             metrics,
+            events,
             el_client,
             worker: Mutex::new(Some(handle)),
         }
@@ -348,6 +353,11 @@ impl Recorder {
         &self.metrics
     }
 
+    /// The live stream of records, each as it is made (see [`crate::events`]).
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
     /// Stops accepting captures, writes everything queued, and waits for the worker.
     pub fn shutdown(&self) {
         self.closing.store(true, Ordering::SeqCst);
@@ -379,6 +389,7 @@ struct WorkerShared {
     done: Arc<AtomicBool>,
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
+    events: Arc<Events>,
     el_client: Arc<RwLock<Option<String>>>,
 }
 
@@ -427,6 +438,7 @@ struct Worker {
     labels: String,
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
+    events: Arc<Events>,
     el_client: Arc<RwLock<Option<String>>>,
     seq: u64,
     #[cfg(test)]
@@ -463,6 +475,7 @@ impl Worker {
             labels,
             counters: shared.counters,
             metrics: shared.metrics,
+            events: shared.events,
             el_client: shared.el_client,
             seq: 0,
             #[cfg(test)]
@@ -868,6 +881,7 @@ impl Worker {
         self.seq += 1;
         record.seq = self.seq;
         self.metrics.observe(&record);
+        self.events.publish(&record);
         out.push(record);
     }
 }
@@ -1087,6 +1101,7 @@ mod tests_support {
             done: Arc::default(),
             counters: Arc::default(),
             metrics: Arc::new(Metrics::new()),
+            events: Arc::default(),
             el_client: Arc::default(),
         };
         Worker::new(sinks, receiver, &config, shared)

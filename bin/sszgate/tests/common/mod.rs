@@ -55,10 +55,18 @@ pub(crate) struct Proxy {
 /// As [`start_proxy`], run under `wrapper` (a command and its arguments that then runs
 /// sszgate, such as `prlimit --nofile=128:128 --`; empty for none).
 pub(crate) fn start_proxy_under(wrapper: &[&str], el: SocketAddr, extra: &[String]) -> Proxy {
-    let (listen, metrics) = (
-        format!("127.0.0.1:{}", free_port()),
-        format!("127.0.0.1:{}", free_port()),
-    );
+    let listen = format!("127.0.0.1:{}", free_port());
+    start_proxy_at(&listen, wrapper, el, extra)
+}
+
+/// As [`start_proxy_under`], listening on `listen` (chosen before a client is told of it).
+pub(crate) fn start_proxy_at(
+    listen: &str,
+    wrapper: &[&str],
+    el: SocketAddr,
+    extra: &[String],
+) -> Proxy {
+    let (listen, metrics) = (listen.to_string(), format!("127.0.0.1:{}", free_port()));
     let sszgate = env!("CARGO_BIN_EXE_sszgate");
     let mut command = match wrapper {
         [] => Command::new(sszgate),

@@ -302,3 +302,168 @@ async fn rules_and_pauses_change_exactly_what_they_say_against_real_geth() {
         .collect();
     assert_eq!(injected, expected);
 }
+
+/// Opens `/_sszgate/events?{query}` on the control address; the connection, past the head.
+async fn subscribe(
+    proxy: &Proxy,
+    query: &str,
+    receive_buffer: Option<u32>,
+) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    if let Some(size) = receive_buffer {
+        socket.set_recv_buffer_size(size).unwrap();
+    }
+    let mut stream = socket.connect(proxy.control).await.unwrap();
+    let head = format!("GET /_sszgate/events?{query} HTTP/1.1\r\nhost: x\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            stream.read(&mut byte).await.unwrap(),
+            1,
+            "the stream's head"
+        );
+        seen.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&seen);
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"),
+        "{head}"
+    );
+    stream
+}
+
+/// Reads `stream` until it holds `events` `data:` lines; their JSON (a chunked body's
+/// framing lines are skipped).
+async fn read_events(stream: &mut tokio::net::TcpStream, events: usize) -> Vec<Value> {
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let data: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if data.len() >= events {
+            return data;
+        }
+        let n = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf))
+            .await
+            .expect("events keep coming")
+            .unwrap();
+        assert!(n > 0, "the stream ended");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[tokio::test]
+async fn the_event_stream_sends_each_record_that_passes_its_filter() {
+    use crate::fake_el::{Answer, FakeEl};
+    let el = FakeEl::start(|_| {
+        Answer::ok(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":[]}"#,
+        )
+    })
+    .await;
+    let proxy = Proxy::start(&el.url()).await;
+    let mut all = subscribe(&proxy, "", None).await;
+    let mut some = subscribe(&proxy, "method=engine_getClientVersion*&status=200", None).await;
+    let (status, _, bad) = send(
+        Request::get(format!(
+            "http://{}/_sszgate/events?colour=red",
+            proxy.control
+        ))
+        .body(Full::new(Bytes::new()))
+        .unwrap(),
+        false,
+    )
+    .await;
+    assert_eq!(status, 400, "{bad:?}");
+    for i in 0..30 {
+        let method = if i % 3 == 0 {
+            "engine_getClientVersionV1"
+        } else {
+            "engine_exchangeCapabilities"
+        };
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":[]}}"#);
+        let (status, _, _) = send(crate::post_json(&proxy.url(), body), false).await;
+        assert_eq!(status, 200);
+    }
+    let everything = read_events(&mut all, 30).await;
+    let ids: Vec<&str> = everything
+        .iter()
+        .map(|e| e["rpc_id"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..30).map(|i| i.to_string()).collect();
+    assert_eq!(ids, expected, "every call, in order");
+    let filtered = read_events(&mut some, 10).await;
+    let ids: Vec<&str> = filtered
+        .iter()
+        .map(|e| e["rpc_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["0", "3", "6", "9", "12", "15", "18", "21", "24", "27"]
+    );
+    assert!(
+        filtered
+            .iter()
+            .all(|e| e["method"] == "engine_getClientVersionV1" && e["status"] == 200)
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_subscriber_skips_events_and_never_slows_the_relay() {
+    use crate::fake_el::{Answer, FakeEl};
+    let el = FakeEl::start(|_| {
+        Answer::ok(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":[]}"#,
+        )
+    })
+    .await;
+    let proxy = Proxy::start(&el.url()).await;
+    // Subscribed with a tiny receive buffer, then never read while the calls pass: far more
+    // events than the broadcast keeps and the sockets hold.
+    let mut stalled = subscribe(&proxy, "", Some(4096)).await;
+    let calls = 8000;
+    for i in 0..calls {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"engine_exchangeCapabilities","params":[[]]}}"#
+        );
+        let (status, _, _) = send(crate::post_json(&proxy.url(), body), false).await;
+        assert_eq!(status, 200);
+    }
+    proxy.metrics_after(calls).await;
+    let stats = proxy.recorder.stats();
+    assert_eq!(
+        (stats.recorded, stats.dropped),
+        (calls, 0),
+        "the recorder kept up: {stats:?}"
+    );
+    // Now read: what the sockets held, then the notice of what was skipped.
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    let mut buf = vec![0u8; 64 << 10];
+    while !text.contains("event: lagged") {
+        let n = tokio::time::timeout(Duration::from_secs(30), stalled.read(&mut buf))
+            .await
+            .expect("the stream goes on")
+            .unwrap();
+        assert!(n > 0, "the stream ended without a lag notice");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let at = text.find("event: lagged\ndata: ").unwrap();
+    let skipped: u64 = text[at + 20..]
+        .split('}')
+        .next()
+        .unwrap()
+        .trim_start_matches("{\"skipped\":")
+        .parse()
+        .unwrap();
+    assert!(skipped > 0 && skipped < calls, "{skipped}");
+}
