@@ -82,6 +82,7 @@ fn devnet_config(dir: &Path, proxy: bool) -> DevnetConfig {
         fork: Fork::Osaka,
         max_blobs: 72,
         proxy_binary: proxy.then(|| env!("CARGO_BIN_EXE_sszgate").into()),
+        lodestar: None,
     }
 }
 

@@ -65,8 +65,24 @@ struct Chain {
 }
 
 impl Chain {
-    /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL.
+    /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL. A start
+    /// whose Lodestar could not bind the p2p port `up.sh` picked free (taken since by another
+    /// process) is made again once.
     fn up(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
+        let chain = Chain::up_once(tools, geth_auth, cl_engine);
+        let started = Instant::now();
+        // Lodestar binds its p2p port within a second or two of starting; watch for ten.
+        while started.elapsed() < Duration::from_secs(10) {
+            if chain.log("lodestar.log").contains("could not listen") {
+                drop(chain);
+                return Chain::up_once(tools, geth_auth, cl_engine);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        chain
+    }
+
+    fn up_once(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
         let run = tempfile::tempdir().unwrap();
         let out = Command::new("bash")
             .arg(tool_script("up.sh"))
@@ -204,7 +220,14 @@ fn lodestar_drives_geth_through_the_proxy_every_call_relayed_and_verified() {
         &db,
         "SELECT block_hash, payload_status, verdict, status FROM calls WHERE method = 'engine_newPayloadV4' ORDER BY seq",
     );
-    assert!(imported.len() >= 30, "{} newPayload calls", imported.len());
+    // A slot may go without a block (a late proposal on a loaded machine): the chain is
+    // judged by the blocks Lodestar made, at least 25 in 30 slots.
+    assert!(
+        imported.len() >= hashes.len(),
+        "{} newPayload calls for {} blocks",
+        imported.len(),
+        hashes.len()
+    );
     for row in &imported {
         assert_eq!(
             row[1..],
@@ -214,7 +237,7 @@ fn lodestar_drives_geth_through_the_proxy_every_call_relayed_and_verified() {
     }
     let recorded: Vec<String> = imported.iter().filter_map(|r| r[0].clone()).collect();
     assert!(
-        hashes.len() >= 30,
+        hashes.len() >= 25,
         "{} beacon blocks with payloads",
         hashes.len()
     );
@@ -405,6 +428,96 @@ fn a_failed_get_payload_is_seen_by_lodestar_and_the_chain_recovers_when_the_rule
         assert!(
             hashes.contains(row[0].as_ref().unwrap()),
             "{row:?} is one of Lodestar's blocks"
+        );
+    }
+}
+
+#[test]
+fn a_devnet_with_lodestar_as_its_consensus_client() {
+    let Some(tools) = tools() else { return };
+    let _turn = ONE_CHAIN.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let sszgate = env!("CARGO_BIN_EXE_sszgate");
+    let up = Command::new(sszgate)
+        .args([
+            "devnet", "up", "--dir", &d, "--fork", "prague", "--cl", "lodestar",
+        ])
+        .arg("--lodestar")
+        .arg(&tools.1)
+        .env("SSZGATE_GETH", &tools.0)
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("devnet.json")).unwrap())
+            .unwrap();
+    let beacon = state["beacon_url"]
+        .as_str()
+        .expect("a beacon API")
+        .to_string();
+    let head = || {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-m",
+                "5",
+                &format!("{beacon}/eth/v1/beacon/headers/head"),
+            ])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|h| {
+                h["data"]["header"]["message"]["slot"]
+                    .as_str()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap_or(0)
+    };
+    let started = Instant::now();
+    while head() < 8 {
+        if started.elapsed() > Duration::from_secs(120) {
+            let log = std::fs::read_to_string(dir.path().join("cl.log")).unwrap_or_default();
+            let _ = Command::new(sszgate)
+                .args(["devnet", "down", "--dir", &d])
+                .status();
+            panic!(
+                "no slot 8 after 120 s: {}",
+                &log[log.len().saturating_sub(3000)..]
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let down = Command::new(sszgate)
+        .args(["devnet", "down", "--dir", &d])
+        .output()
+        .unwrap();
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    assert!(String::from_utf8_lossy(&down.stdout).contains("CL pid"));
+    let imported = rows(
+        &dir.path().join("records.db"),
+        "SELECT payload_status, verdict, cl_client FROM calls WHERE method = 'engine_newPayloadV4'",
+    );
+    assert!(imported.len() >= 5, "{imported:?}");
+    for row in &imported {
+        assert_eq!(
+            row[..2],
+            [Some("VALID".into()), Some("ok".into())],
+            "{row:?}"
+        );
+        assert!(
+            row[2].as_deref().is_some_and(|c| c.contains("Lodestar")),
+            "{row:?}"
         );
     }
 }

@@ -62,6 +62,9 @@ pub struct DevnetConfig {
     pub max_blobs: u32,
     /// The `sszgate` binary to start as the proxy in front of the EL; none: no proxy.
     pub proxy_binary: Option<PathBuf>,
+    /// A Lodestar build to run as the consensus client (through the proxy when there is
+    /// one); none: the chain is driven by `sszgate drive`.
+    pub lodestar: Option<PathBuf>,
 }
 
 /// A running devnet, as `devnet.json` describes it.
@@ -89,6 +92,12 @@ pub struct DevnetState {
     pub metrics_url: Option<String>,
     /// The proxy's records.
     pub records: Option<PathBuf>,
+    /// The consensus client's process id, when Lodestar runs.
+    #[serde(default)]
+    pub cl_pid: Option<u32>,
+    /// Its Beacon API (light-client server on).
+    #[serde(default)]
+    pub beacon_url: Option<String>,
 }
 
 impl DevnetState {
@@ -463,6 +472,8 @@ impl Devnet {
                 proxy_url: None,
                 metrics_url: None,
                 records: None,
+                cl_pid: None,
+                beacon_url: None,
             },
             children: vec![el],
         };
@@ -509,7 +520,47 @@ impl Devnet {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
+        if let Some(build) = &config.lodestar {
+            devnet.start_lodestar(build, config.fork).await?;
+        }
         Ok(devnet)
+    }
+
+    /// Starts Lodestar on the proxy (or the EL), its genesis a few seconds from now.
+    async fn start_lodestar(&mut self, build: &Path, fork: Fork) -> Result<(), DriveError> {
+        let genesis = EthRpc::new(&self.state.eth_url)
+            .call("eth_getBlockByNumber", json!(["0x0", false]))
+            .await?;
+        let hash = genesis["hash"]
+            .as_str()
+            .ok_or_else(|| DriveError::Devnet(format!("the EL's genesis has no hash: {genesis}")))?
+            .to_string();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let (rest_port, p2p_port) = (free_port()?, free_port()?);
+        let engine_url = self
+            .state
+            .proxy_url
+            .clone()
+            .unwrap_or(self.state.engine_url.clone());
+        let command = crate::lodestar::command(&crate::lodestar::LodestarPlan {
+            build,
+            dir: &self.dir,
+            engine_url: &engine_url,
+            jwt: &self.state.jwt_secret,
+            el_genesis_hash: &hash,
+            genesis_time: now + crate::lodestar::GENESIS_DELAY,
+            fork,
+            rest_port,
+            p2p_port,
+        })?;
+        let log = self.dir.join("cl.log");
+        let cl = spawn(command, &log)?;
+        self.state.cl_pid = Some(cl.id());
+        self.state.beacon_url = Some(format!("http://127.0.0.1:{rest_port}"));
+        self.children.push(cl);
+        self.write_state()
     }
 
     fn write_state(&self) -> Result<(), DriveError> {
@@ -562,7 +613,7 @@ impl Devnet {
 
 impl Drop for Devnet {
     fn drop(&mut self) {
-        // The proxy first, so it drains its records while the EL is still there.
+        // The CL first, then the proxy, so it drains its records while the EL is still there.
         for child in self.children.iter_mut().rev() {
             let _ = stop(child.id(), &self.dir);
             let _ = child.wait();
@@ -607,10 +658,14 @@ fn stop(pid: u32, dir: &Path) -> Result<(), DriveError> {
     Ok(())
 }
 
-/// Stops the devnet in `dir` (the proxy first, then the EL) and removes `devnet.json`.
+/// Stops the devnet in `dir` (the CL first, then the proxy, then the EL) and removes
+/// `devnet.json`.
 pub fn down(dir: &Path) -> Result<DevnetState, DriveError> {
     let dir = dir.canonicalize().map_err(io(dir.display()))?;
     let state = DevnetState::read(&dir)?;
+    if let Some(pid) = state.cl_pid {
+        stop(pid, &dir)?;
+    }
     if let Some(pid) = state.proxy_pid {
         stop(pid, &dir)?;
     }

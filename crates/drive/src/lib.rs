@@ -7,7 +7,8 @@
 //! - [`driver`]: the slot loop and the checks of every answer;
 //! - [`load`]: transfers and blob transactions (real mainnet blobs) from funded dev keys;
 //! - [`devnet`]: a geth on a fresh post-merge chain with sszgate's proxy in front, in one
-//!   directory, started and stopped by process id.
+//!   directory, started and stopped by process id; driven by the built-in driver or by a real
+//!   consensus client ([`lodestar`]).
 //!
 //! The HTTP relay itself lives in `sszgate-gateway`; the message codecs in `sszgate-engine`.
 
@@ -15,6 +16,7 @@ pub mod client;
 pub mod devnet;
 pub mod driver;
 pub mod load;
+pub mod lodestar;
 
 pub use client::{EngineClient, EngineTransport, engine_client};
 pub use driver::{BlockReport, DriveConfig, Driver, Head};

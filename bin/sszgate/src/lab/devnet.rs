@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
 use sszgate_drive::{
@@ -57,6 +57,24 @@ pub(crate) struct UpArgs {
     /// Start no proxy in front of the EL.
     #[arg(long)]
     no_proxy: bool,
+    /// The consensus client: builtin (none runs; drive the chain with `sszgate drive`) or
+    /// lodestar (a real CL proposing every 2 s slot, through the proxy; needs --lodestar,
+    /// and --fork cancun or prague).
+    #[arg(long, value_enum, default_value = "builtin")]
+    cl: ClArg,
+    /// A Lodestar v1.22 build directory (../shared/tools/lodestar/build.sh DIR), for
+    /// --cl lodestar.
+    #[arg(long, env = "SSZGATE_LODESTAR", value_name = "DIR")]
+    lodestar: Option<PathBuf>,
+}
+
+/// `--cl` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ClArg {
+    /// No CL process: the built-in driver (`sszgate drive`) drives the chain.
+    Builtin,
+    /// Lodestar, in dev mode with interop validators.
+    Lodestar,
 }
 
 fn config(args: &UpArgs) -> Result<DevnetConfig> {
@@ -75,6 +93,15 @@ fn config(args: &UpArgs) -> Result<DevnetConfig> {
             None
         } else {
             Some(std::env::current_exe().context("locating the sszgate binary")?)
+        },
+        lodestar: match (args.cl, &args.lodestar) {
+            (ClArg::Builtin, _) => None,
+            (ClArg::Lodestar, Some(dir)) => Some(dir.clone()),
+            (ClArg::Lodestar, None) => {
+                bail!(
+                    "--cl lodestar needs --lodestar DIR (a build of ../shared/tools/lodestar/build.sh DIR)"
+                )
+            }
         },
     })
 }
@@ -97,6 +124,10 @@ pub(crate) fn run(args: DevnetArgs) -> Result<()> {
                     .proxy_pid
                     .map(|p| format!(", proxy pid {p}"))
                     .unwrap_or_default()
+                    + &state
+                        .cl_pid
+                        .map(|p| format!(", CL pid {p}"))
+                        .unwrap_or_default()
             );
             Ok(())
         }
@@ -121,10 +152,16 @@ fn print_state(dir: &Path, state: &DevnetState) {
         println!("  metrics and status:   {metrics}/metrics  {metrics}/_sszgate/status");
         println!("  proxy records:        {}", records.display());
     }
-    println!(
-        "drive it: sszgate drive --devnet {} --transport ssz --blocks 20 --blob-txs-per-block 2",
-        dir.display()
-    );
+    match (state.cl_pid, &state.beacon_url) {
+        (Some(pid), Some(beacon)) => {
+            println!("  consensus client:     Lodestar (pid {pid}), a block every 2 s slot");
+            println!("  beacon API:           {beacon}  (light-client server on)");
+        }
+        _ => println!(
+            "drive it: sszgate drive --devnet {} --transport ssz --blocks 20 --blob-txs-per-block 2",
+            dir.display()
+        ),
+    }
     println!("stop it:  sszgate devnet down --dir {}", dir.display());
 }
 
@@ -195,6 +232,8 @@ pub(crate) fn demo(args: DemoArgs) -> Result<()> {
         fork: Fork::Osaka,
         max_blobs: 72,
         no_proxy: false,
+        cl: ClArg::Builtin,
+        lodestar: None,
     };
     let config = config(&up)?;
     let runtime = crate::runtime()?;
