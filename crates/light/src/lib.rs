@@ -1,2 +1,51 @@
 //! A beacon-chain light client (the consensus specs' sync protocol): what a verified beacon
 //! header is, and which execution blocks it anchors.
+//!
+//! The one type other crates build on is [`Anchor`]: an execution block whose number and hash
+//! were proven from a beacon header signed by the sync committee. `sszgate-rpc` checks every
+//! execution answer against an anchor; it never trusts a block hash from anywhere else.
+
+use alloy_primitives::B256;
+
+/// An execution block proven from a verified beacon header: its number and hash came out of
+/// the header's `ExecutionPayload` through a checked Merkle branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchor {
+    /// Slot of the beacon block carrying the execution payload.
+    pub slot: u64,
+    /// Root of that beacon block (`hash_tree_root(BeaconBlockHeader)`).
+    pub beacon_root: B256,
+    /// Execution block number.
+    pub number: u64,
+    /// Execution block hash.
+    pub hash: B256,
+    /// How the beacon header was verified.
+    pub trust: Trust,
+}
+
+/// How a beacon header came to be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// Finalized, per a verified finality update (or the checkpoint itself).
+    Finalized,
+    /// Signed by at least 2/3 of the sync committee (an attested header or a child's aggregate).
+    Supermajority,
+    /// Signed by the sync committee with less than 2/3 participation (still above the
+    /// minimum of one participant).
+    Signed,
+}
+
+/// Which execution block a caller asks to anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockRef {
+    /// The newest block the light client has a signed header for.
+    Latest,
+    /// The newest block with a supermajority-signed header.
+    Safe,
+    /// The newest finalized block.
+    Finalized,
+    /// An execution block number.
+    Number(u64),
+    /// An execution block hash.
+    Hash(B256),
+}
