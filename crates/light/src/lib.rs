@@ -4,8 +4,23 @@
 //! The one type other crates build on is [`Anchor`]: an execution block whose number and hash
 //! were proven from a beacon header signed by the sync committee. `sszgate-rpc` checks every
 //! execution answer against an anchor; it never trusts a block hash from anywhere else.
+//!
+//! Modules: `spec` (chain parameters), `types` and `block` (SSZ containers), `merkle`, `bls`
+//! (the committee's signature), `store` (the sync protocol), `persist` (the store on disk),
+//! `anchor` (execution blocks from verified headers), `api` (the Beacon API), `client` (the
+//! facade that ties them together).
+
+pub mod block;
+pub mod bls;
+pub mod error;
+pub mod merkle;
+pub mod spec;
+pub mod store;
+pub mod types;
 
 use alloy_primitives::B256;
+pub use error::LightError;
+pub use spec::ChainSpec;
 
 /// An execution block proven from a verified beacon header: its number and hash came out of
 /// the header's `ExecutionPayload` through a checked Merkle branch.

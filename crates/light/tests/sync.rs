@@ -1,0 +1,133 @@
+//! The sync protocol on recorded mainnet data: every recorded bootstrap checks against its
+//! trusted root, and every recorded updates file that a bootstrap reaches verifies (Deneb and
+//! Electra).
+
+mod common;
+
+use alloy_primitives::B256;
+use sszgate_light::spec::ChainSpec;
+use sszgate_light::store::LightClientStore;
+use sszgate_light::types::{Bootstrap, Update, split_update_stream};
+
+/// Far enough in the future that every recorded signature slot is in the past.
+const NOW_SLOT: u64 = u64::MAX / 2;
+
+fn bootstrap(case: &str) -> LightClientStore {
+    let spec = ChainSpec::mainnet();
+    let bytes = common::read_prefixed(case, "eth_v1_beacon_light_client_bootstrap_");
+    let b = Bootstrap::from_ssz(&spec, &bytes).unwrap();
+    let root = b.header.beacon.root();
+    LightClientStore::bootstrap(spec, root, &b).unwrap()
+}
+
+fn updates(case: &str, name: &str) -> Vec<Update> {
+    let spec = ChainSpec::mainnet();
+    let bytes = common::read(case, name);
+    split_update_stream(&bytes, 128)
+        .unwrap()
+        .into_iter()
+        .map(|item| Update::from_ssz(&spec, item).unwrap())
+        .collect()
+}
+
+/// Period of the attested header of the first update in a recorded file name.
+fn start_period(name: &str) -> u64 {
+    let rest = name.split("start_period_").nth(1).unwrap();
+    rest.split('_').next().unwrap().parse().unwrap()
+}
+
+/// Every recorded updates file, by case and name, with its decoded updates.
+fn all_update_files() -> Vec<(String, String, Vec<Update>)> {
+    common::files_matching("eth_v1_beacon_light_client_updates_")
+        .into_iter()
+        .map(|(case, name, _)| {
+            let list = updates(&case, &name);
+            (case, name, list)
+        })
+        .collect()
+}
+
+/// Each case's bootstrap, then the case's updates from the bootstrap's period on: all verify
+/// and are applied, and the store ends with the next period's committee known.
+#[test]
+fn each_case_bootstrap_then_its_updates() {
+    let spec = ChainSpec::mainnet();
+    let mut applied = 0;
+    for (case, name, list) in all_update_files() {
+        let bytes = common::read_prefixed(&case, "eth_v1_beacon_light_client_bootstrap_");
+        if bytes.starts_with(b"{") {
+            continue; // the recorded 404 of eth_getTransactionByHash_electra
+        }
+        let mut store = bootstrap(&case);
+        if start_period(&name) < store.finalized_period() {
+            continue; // older than the checkpoint: verified by the long chain below
+        }
+        for update in &list {
+            let outcome = store
+                .process_update(update, NOW_SLOT)
+                .unwrap_or_else(|e| panic!("{case}/{name}: {e}"));
+            assert!(outcome.applied, "{case}/{name}: not applied");
+            applied += 1;
+        }
+        assert!(store.next_sync_committee.is_some(), "{case}/{name}");
+        assert_eq!(
+            spec.period(store.finalized_header.beacon.slot),
+            start_period(&name) + list.len() as u64 - 1
+        );
+    }
+    assert!(applied >= 20, "only {applied} updates applied");
+}
+
+/// The long chain: eth_getBalance1's bootstrap (period 1347) and its 46 updates, then
+/// trusted_block1's 14 (periods 1393 to 1406): every step verifies, and every other recorded
+/// update file in that span verifies against the store when the store is at its period. The
+/// chain ends at the committee trusted_block1's own bootstrap (period 1407) carries.
+#[test]
+fn long_chain_verifies_every_deneb_update_file() {
+    let mut store = bootstrap("eth_getBalance1");
+    assert_eq!(store.finalized_period(), 1347);
+    let files = all_update_files();
+    let chain: Vec<Update> = updates(
+        "eth_getBalance1",
+        "eth_v1_beacon_light_client_updates_start_period_1347_count_46.ssz",
+    )
+    .into_iter()
+    .chain(updates(
+        "trusted_block1",
+        "eth_v1_beacon_light_client_updates_start_period_1393_count_14.ssz",
+    ))
+    .collect();
+    let mut side_checked = 0;
+    for update in &chain {
+        let period = store.finalized_period();
+        for (case, name, list) in &files {
+            if start_period(name) == period && list.len() == 1 {
+                store
+                    .validate_update(&list[0], NOW_SLOT)
+                    .unwrap_or_else(|e| panic!("{case}/{name}: {e}"));
+                side_checked += 1;
+            }
+        }
+        store
+            .process_update(update, NOW_SLOT)
+            .unwrap_or_else(|e| panic!("period {period}: {e}"));
+    }
+    assert_eq!(store.finalized_period(), 1406);
+    // One-update files at periods 1358, 1372 (x6), 1374 (x2), 1378, 1392 (x7), 1394 (x2),
+    // 1401 (x3) and 1402.
+    assert_eq!(side_checked, 23);
+    let spec = ChainSpec::mainnet();
+    let trusted = Bootstrap::from_ssz(
+        &spec,
+        &common::read_prefixed("trusted_block1", "eth_v1_beacon_light_client_bootstrap_"),
+    )
+    .unwrap();
+    assert_eq!(
+        store.next_sync_committee.as_ref(),
+        Some(&trusted.current_sync_committee)
+    );
+    let expected: B256 = "0xfc728271f234a95e04a101d2dc01717cd8e88edbc694f8a5377e396b08ff2591"
+        .parse()
+        .unwrap();
+    assert_eq!(trusted.header.beacon.root(), expected);
+}
