@@ -1,0 +1,445 @@
+//! The verified methods: each resolves its block to an anchor (directly, or by parent hashes
+//! from an anchored block at most `max_chain_back` above), fetches what it needs from the
+//! untrusted upstream, checks it against the anchored block, and renders the answer from the
+//! checked data.
+//!
+//! Not here: HTTP, batches, metrics and the pass-through of unverified methods (`server`).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use alloy_consensus::Header;
+use alloy_consensus::TxReceipt;
+use alloy_primitives::{B256, keccak256};
+use alloy_rpc_types_eth::{BlockNumberOrTag, EIP1186AccountProofResponse, Filter, FilterBlockOption};
+use serde_json::{Value, json};
+use sszgate_light::{Anchor, BlockRef};
+
+use crate::{
+    AnchorSource,
+    blocks::{self, VerifiedBlock},
+    error::{AnchorError, Check, RpcError, mismatch},
+    params, receipts, render, state,
+    upstream::Upstream,
+};
+
+/// The methods answered with verification.
+pub const METHODS: &[&str] = &[
+    "eth_chainId",
+    "eth_blockNumber",
+    "eth_getBalance",
+    "eth_getTransactionCount",
+    "eth_getCode",
+    "eth_getStorageAt",
+    "eth_getProof",
+    "eth_getBlockByNumber",
+    "eth_getBlockByHash",
+    "eth_getTransactionByHash",
+    "eth_getTransactionByBlockHashAndIndex",
+    "eth_getTransactionByBlockNumberAndIndex",
+    "eth_getTransactionReceipt",
+    "eth_getBlockReceipts",
+    "eth_getLogs",
+];
+
+/// Bounds on what one request may cost.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The most blocks followed by parent hash below an anchored block.
+    pub max_chain_back: u64,
+    /// The most blocks an `eth_getLogs` range may span.
+    pub max_log_blocks: u64,
+    /// The most storage keys of one `eth_getProof`.
+    pub max_proof_keys: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_chain_back: 256,
+            max_log_blocks: 64,
+            max_proof_keys: 256,
+        }
+    }
+}
+
+/// The most verified blocks kept for reuse.
+const CACHED_BLOCKS: usize = 32;
+
+/// Answers the [`METHODS`] from an untrusted upstream, each checked against anchored blocks.
+pub struct Verifier<A> {
+    anchors: A,
+    upstream: Upstream,
+    chain_id: u64,
+    limits: Limits,
+    cache: Mutex<HashMap<B256, Arc<VerifiedBlock>>>,
+}
+
+fn hex(n: u64) -> String {
+    format!("{n:#x}")
+}
+
+impl<A: AnchorSource> Verifier<A> {
+    /// A verifier trusting `anchors` for blocks and `chain_id`, reading from `upstream`.
+    pub fn new(anchors: A, upstream: Upstream, chain_id: u64, limits: Limits) -> Verifier<A> {
+        Verifier {
+            anchors,
+            upstream,
+            chain_id,
+            limits,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The upstream (for methods passed through unverified).
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// Answers `method` with `params`, verified; [`RpcError::Unverifiable`] for any method
+    /// not in [`METHODS`].
+    pub async fn call(&self, method: &str, params: &[Value]) -> Result<Value, RpcError> {
+        match method {
+            "eth_chainId" => Ok(json!(hex(self.chain_id))),
+            "eth_blockNumber" => Ok(json!(hex(self.resolve(BlockRef::Latest).await?.number))),
+            "eth_getBalance" | "eth_getTransactionCount" | "eth_getCode" | "eth_getStorageAt"
+            | "eth_getProof" => self.state(method, params).await,
+            "eth_getBlockByNumber" | "eth_getBlockByHash" => {
+                let r = match method {
+                    "eth_getBlockByHash" => BlockRef::Hash(params::hash(params, 0)?),
+                    _ => params::block_ref(params, 0)?,
+                };
+                let block = self.block(self.resolve(r).await?).await?;
+                render::block(&block, params::flag(params, 1)?)
+            }
+            "eth_getTransactionByHash" => {
+                let (block, index) = self.transaction_by_hash(params::hash(params, 0)?).await?;
+                render::transaction(&block, index)
+            }
+            "eth_getTransactionByBlockHashAndIndex" | "eth_getTransactionByBlockNumberAndIndex" => {
+                let r = match method {
+                    "eth_getTransactionByBlockHashAndIndex" => BlockRef::Hash(params::hash(params, 0)?),
+                    _ => params::block_ref(params, 0)?,
+                };
+                let index = params::quantity(params, 1)? as usize;
+                let block = self.block(self.resolve(r).await?).await?;
+                if index >= render::txs(&block)?.len() {
+                    return Ok(Value::Null);
+                }
+                render::transaction(&block, index)
+            }
+            "eth_getTransactionReceipt" => {
+                let (block, index) = self.transaction_by_hash(params::hash(params, 0)?).await?;
+                let receipts = self.receipts(&block).await?;
+                render::receipt(&block, &receipts, index)
+            }
+            "eth_getBlockReceipts" => {
+                let block = self.block(self.resolve(params::block_ref(params, 0)?).await?).await?;
+                let receipts = self.receipts(&block).await?;
+                (0..receipts.len())
+                    .map(|i| render::receipt(&block, &receipts, i))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Value::Array)
+            }
+            "eth_getLogs" => self.logs(params).await,
+            other => Err(RpcError::Unverifiable(other.to_string())),
+        }
+    }
+
+    /// The anchor of `r`: from the anchor source, else by parent hashes from one above.
+    pub async fn resolve(&self, r: BlockRef) -> Result<Anchor, RpcError> {
+        match (self.anchors.anchor(r).await, r) {
+            (Ok(anchor), _) => Ok(anchor),
+            (Err(AnchorError::NotAnchored(_)), BlockRef::Number(n)) => self.chain_back(n).await,
+            (Err(AnchorError::NotAnchored(_)), BlockRef::Hash(h)) => {
+                let claim = self
+                    .upstream
+                    .call("eth_getBlockByHash", json!([h, false]))
+                    .await?;
+                let n = claim
+                    .get("number")
+                    .and_then(Value::as_str)
+                    .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+                    .ok_or_else(|| RpcError::Unprovable(format!("the upstream knows no block {h}")))?;
+                let anchor = self.chain_back(n).await?;
+                if anchor.hash != h {
+                    return Err(RpcError::Unprovable(format!(
+                        "block {h} is not on the anchored chain (block {n} there is {})",
+                        anchor.hash
+                    )));
+                }
+                Ok(anchor)
+            }
+            (Err(e), _) => Err(e.into()),
+        }
+    }
+
+    /// Follows parent hashes from an anchored block above `n` (block `n + 1`, else `latest`).
+    async fn chain_back(&self, n: u64) -> Result<Anchor, RpcError> {
+        let top = match self.anchors.anchor(BlockRef::Number(n + 1)).await {
+            Ok(a) => a,
+            Err(_) => self.anchors.anchor(BlockRef::Latest).await?,
+        };
+        if top.number < n {
+            return Err(AnchorError::NotAnchored(format!(
+                "block {n}: the newest anchored block is {}",
+                top.number
+            ))
+            .into());
+        }
+        if top.number - n > self.limits.max_chain_back {
+            return Err(AnchorError::NotAnchored(format!(
+                "block {n} is {} blocks below the nearest anchored block {}; at most {} are followed by parent hash ({})",
+                top.number - n,
+                top.number,
+                self.limits.max_chain_back,
+                Check::AnchorDistance.name()
+            ))
+            .into());
+        }
+        let mut current = top;
+        while current.number > n {
+            let check = if current == top { Check::BlockHash } else { Check::ParentHash };
+            let header = self.el_header(&current, check).await?;
+            current = Anchor {
+                number: current.number - 1,
+                hash: header.parent_hash,
+                beacon_root: header.parent_beacon_block_root.unwrap_or_default(),
+                ..current
+            };
+        }
+        Ok(current)
+    }
+
+    /// The header of `anchor` from `eth_getBlockByNumber(n, false)`, checked by its hash.
+    async fn el_header(&self, anchor: &Anchor, check: Check) -> Result<Header, RpcError> {
+        let what = format!("eth_getBlockByNumber {}", hex(anchor.number));
+        let answer = self
+            .upstream
+            .call("eth_getBlockByNumber", json!([hex(anchor.number), false]))
+            .await?;
+        if answer.is_null() {
+            return Err(RpcError::Unprovable(format!("the upstream has no block {}", anchor.number)));
+        }
+        match blocks::from_json(answer, anchor, &what) {
+            Err(RpcError::Verification(mut m)) if m.check == Check::BlockHash => {
+                m.check = check;
+                Err(RpcError::Verification(m))
+            }
+            other => other.map(|b| b.header),
+        }
+    }
+
+    /// The header of `anchor`: from a block already verified, the beacon block, or the EL.
+    async fn header(&self, anchor: &Anchor) -> Result<Header, RpcError> {
+        if let Some(b) = self.cached(&anchor.hash) {
+            return Ok(b.header.clone());
+        }
+        if self.upstream.has_beacon() && !anchor.beacon_root.is_zero() {
+            return Ok(self.block(*anchor).await?.header.clone());
+        }
+        self.el_header(anchor, Check::BlockHash).await
+    }
+
+    fn cached(&self, hash: &B256) -> Option<Arc<VerifiedBlock>> {
+        self.cache.lock().ok()?.get(hash).cloned()
+    }
+
+    /// The block of `anchor` with its transactions: from the beacon block's execution payload
+    /// when a Beacon API is configured (falling back to the EL when it has no answer), else
+    /// `eth_getBlockByHash(hash, true)`.
+    async fn block(&self, anchor: Anchor) -> Result<Arc<VerifiedBlock>, RpcError> {
+        if let Some(b) = self.cached(&anchor.hash) {
+            return Ok(b);
+        }
+        let mut from_beacon = None;
+        if self.upstream.has_beacon() && !anchor.beacon_root.is_zero() {
+            let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
+            match self.upstream.beacon_ssz(&path).await {
+                Ok(bytes) => from_beacon = Some(blocks::from_beacon_ssz(&bytes, &anchor)?),
+                // No beacon answer: the EL may still have the block.
+                Err(_) => {}
+            }
+        }
+        let block = match from_beacon {
+            Some(b) => b,
+            None => {
+                let what = format!("eth_getBlockByHash {}", anchor.hash);
+                let answer = self
+                    .upstream
+                    .call("eth_getBlockByHash", json!([anchor.hash, true]))
+                    .await?;
+                if answer.is_null() {
+                    return Err(RpcError::Unprovable(format!("the upstream has no block {}", anchor.hash)));
+                }
+                let block = blocks::from_json(answer, &anchor, &what)?;
+                render::txs(&block)?;
+                block
+            }
+        };
+        let block = Arc::new(block);
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= CACHED_BLOCKS {
+                cache.clear();
+            }
+            cache.insert(anchor.hash, block.clone());
+        }
+        Ok(block)
+    }
+
+    /// The verified receipts of `block`.
+    async fn receipts(
+        &self,
+        block: &VerifiedBlock,
+    ) -> Result<Vec<alloy_consensus::ReceiptEnvelope<alloy_primitives::Log>>, RpcError> {
+        let n = hex(block.anchor.number);
+        let answer = self.upstream.call("eth_getBlockReceipts", json!([n])).await?;
+        receipts::check_receipts(answer, block, &format!("eth_getBlockReceipts {n}"))
+    }
+
+    /// The verified block holding transaction `hash`, and its index there. The upstream only
+    /// says which block to look in; the index is found in the verified transactions.
+    async fn transaction_by_hash(&self, hash: B256) -> Result<(Arc<VerifiedBlock>, usize), RpcError> {
+        let claim = self
+            .upstream
+            .call("eth_getTransactionByHash", json!([hash]))
+            .await?;
+        if claim.is_null() {
+            return Err(RpcError::Unprovable(format!(
+                "the upstream knows no transaction {hash}; its absence cannot be proven"
+            )));
+        }
+        let number = claim
+            .get("blockNumber")
+            .and_then(Value::as_str)
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .ok_or_else(|| RpcError::Unprovable(format!("transaction {hash} is not in a block")))?;
+        let block = self.block(self.resolve(BlockRef::Number(number)).await?).await?;
+        match render::txs(&block)?.iter().position(|t| t.hash == hash) {
+            Some(index) => Ok((block, index)),
+            None => mismatch(
+                Check::TransactionHash,
+                "blockNumber",
+                format!("the upstream places {hash} in block {number}, which has no such transaction"),
+            ),
+        }
+    }
+
+    /// `eth_getBalance`, `…TransactionCount`, `…Code`, `…StorageAt`, `…Proof`.
+    async fn state(&self, method: &str, p: &[Value]) -> Result<Value, RpcError> {
+        let address = params::address(p, 0)?;
+        let (keys, block_index) = match method {
+            "eth_getStorageAt" => (vec![params::storage_key(params::opt(p, 1).unwrap_or(&Value::Null), 1)?], 2),
+            "eth_getProof" => {
+                let list = params::opt(p, 1)
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| RpcError::InvalidParams("param 1: not a list of storage keys".into()))?;
+                if list.len() > self.limits.max_proof_keys {
+                    return Err(RpcError::InvalidParams(format!(
+                        "param 1: {} storage keys, at most {}",
+                        list.len(),
+                        self.limits.max_proof_keys
+                    )));
+                }
+                let keys = list.iter().map(|k| params::storage_key(k, 1)).collect::<Result<_, _>>()?;
+                (keys, 2)
+            }
+            _ => (Vec::new(), 1),
+        };
+        let anchor = self.resolve(params::block_ref(p, block_index)?).await?;
+        let header = self.header(&anchor).await?;
+        let number = hex(anchor.number);
+        let proof: EIP1186AccountProofResponse = self
+            .upstream
+            .call_as("eth_getProof", json!([address, keys, number]))
+            .await?
+            .ok_or_else(|| RpcError::Unprovable(format!("the upstream has no proof for {address}")))?;
+        state::check_account_proof(&proof, header.state_root, address, &keys)?;
+        Ok(match method {
+            "eth_getBalance" => json!(proof.balance),
+            "eth_getTransactionCount" => json!(hex(proof.nonce)),
+            "eth_getStorageAt" => json!(B256::from(proof.storage_proof[0].value)),
+            "eth_getProof" => serde_json::to_value(&proof)
+                .map_err(|e| RpcError::Unprovable(format!("cannot render: {e}")))?,
+            _ => self.code(&proof, &number).await?,
+        })
+    }
+
+    /// `eth_getCode`: the code whose hash is the proven code hash.
+    async fn code(&self, proof: &EIP1186AccountProofResponse, number: &str) -> Result<Value, RpcError> {
+        let code: alloy_primitives::Bytes = self
+            .upstream
+            .call_as("eth_getCode", json!([proof.address, number]))
+            .await?
+            .unwrap_or_default();
+        let hash = keccak256(&code);
+        if hash != proof.code_hash {
+            return mismatch(
+                Check::CodeHash,
+                "code",
+                format!("{} bytes of code hash to {hash}, the proven code hash is {}", code.len(), proof.code_hash),
+            );
+        }
+        Ok(json!(code))
+    }
+
+    /// A block number of a log filter bound.
+    async fn filter_bound(&self, bound: Option<&BlockNumberOrTag>) -> Result<u64, RpcError> {
+        let r = match bound.copied().unwrap_or(BlockNumberOrTag::Latest) {
+            BlockNumberOrTag::Latest => BlockRef::Latest,
+            BlockNumberOrTag::Safe => BlockRef::Safe,
+            BlockNumberOrTag::Finalized => BlockRef::Finalized,
+            BlockNumberOrTag::Number(n) => return Ok(n),
+            other => return Err(RpcError::InvalidParams(format!("block {other} cannot be verified"))),
+        };
+        Ok(self.resolve(r).await?.number)
+    }
+
+    /// `eth_getLogs`: the matching logs of the verified receipts of every block in the range
+    /// whose verified bloom may hold them.
+    async fn logs(&self, p: &[Value]) -> Result<Value, RpcError> {
+        let filter: Filter = serde_json::from_value(params::opt(p, 0).cloned().unwrap_or(Value::Null))
+            .map_err(|e| RpcError::InvalidParams(format!("param 0: not a log filter: {e}")))?;
+        let anchors = match &filter.block_option {
+            FilterBlockOption::AtBlockHash(h) => vec![self.resolve(BlockRef::Hash(*h)).await?],
+            FilterBlockOption::Range { from_block, to_block } => {
+                let from = self.filter_bound(from_block.as_ref()).await?;
+                let to = self.filter_bound(to_block.as_ref()).await?;
+                if to < from || to - from >= self.limits.max_log_blocks {
+                    return Err(RpcError::InvalidParams(format!(
+                        "block range {from}..={to}: at most {} blocks, from ≤ to",
+                        self.limits.max_log_blocks
+                    )));
+                }
+                let mut anchors = Vec::new();
+                for n in from..=to {
+                    anchors.push(self.resolve(BlockRef::Number(n)).await?);
+                }
+                anchors
+            }
+        };
+        let mut out = Vec::new();
+        for anchor in anchors {
+            let header = self.header(&anchor).await?;
+            if !filter.matches_bloom(header.logs_bloom) {
+                continue;
+            }
+            let block = self.block(anchor).await?;
+            let receipts = self.receipts(&block).await?;
+            let bloom = receipts.iter().fold(alloy_primitives::Bloom::ZERO, |acc, r| acc | r.bloom());
+            if bloom != header.logs_bloom {
+                return mismatch(
+                    Check::LogsBloom,
+                    "logsBloom",
+                    format!("the receipts' blooms of block {} do not make the header's bloom", anchor.number),
+                );
+            }
+            out.extend(render::logs(&block, &receipts, |log| {
+                filter.matches_address(log.address) && filter.matches_topics(log.topics())
+            })?);
+        }
+        Ok(Value::Array(out))
+    }
+}
