@@ -10,10 +10,12 @@
 //! `anchor` (execution blocks from verified headers), `api` (the Beacon API), `client` (the
 //! facade that ties them together).
 
+pub mod anchor;
 pub mod block;
 pub mod bls;
 pub mod error;
 pub mod merkle;
+pub mod persist;
 pub mod spec;
 pub mod store;
 pub mod types;

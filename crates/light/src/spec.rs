@@ -301,3 +301,74 @@ fn config_version(doc: &Value, key: &'static str) -> Result<Option<[u8; 4]>, Lig
         .map_err(|_| LightError::Config { field: key })?;
     Ok(Some(version))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sync aggregate included in the first slot of Electra's fork epoch was signed in the
+    /// last slot of Deneb: its domain uses Deneb's version; one slot later, Electra's.
+    #[test]
+    fn signature_domain_uses_the_slot_before() {
+        let spec = ChainSpec::mainnet();
+        let electra_start = 364032 * 32;
+        assert_eq!(spec.fork_version(spec.epoch(electra_start)), [5, 0, 0, 0]);
+        assert_eq!(
+            spec.domain_for_signature_slot(electra_start),
+            spec.sync_committee_domain([4, 0, 0, 0])
+        );
+        assert_eq!(
+            spec.domain_for_signature_slot(electra_start + 1),
+            spec.sync_committee_domain([5, 0, 0, 0])
+        );
+        assert_eq!(
+            spec.domain_for_signature_slot(0),
+            spec.sync_committee_domain([0, 0, 0, 0])
+        );
+    }
+
+    #[test]
+    fn light_client_fork_by_slot() {
+        let spec = ChainSpec::mainnet();
+        assert_eq!(spec.lc_fork(269568 * 32 - 1), None);
+        assert_eq!(spec.lc_fork(269568 * 32), Some(LcFork::Deneb));
+        assert_eq!(spec.lc_fork(364032 * 32), Some(LcFork::Electra));
+        assert_eq!(spec.lc_fork(411392 * 32), Some(LcFork::Electra));
+        assert_eq!(spec.period(11658783), 1423);
+    }
+
+    /// The config of a beacon node reproduces the built-in mainnet parameters.
+    #[test]
+    fn from_beacon_api_reads_mainnet() {
+        let mut config = serde_json::json!({"SECONDS_PER_SLOT": "12", "SLOTS_PER_EPOCH": "32",
+            "EPOCHS_PER_SYNC_COMMITTEE_PERIOD": "256", "GENESIS_FORK_VERSION": "0x00000000"});
+        let names = ["ALTAIR", "BELLATRIX", "CAPELLA", "DENEB", "ELECTRA", "FULU"];
+        let epochs = [74240, 144896, 194048, 269568, 364032, 411392];
+        for (i, name) in names.iter().enumerate() {
+            config[format!("{name}_FORK_VERSION")] = format!("0x0{}000000", i + 1).into();
+            config[format!("{name}_FORK_EPOCH")] = epochs[i].to_string().into();
+        }
+        let genesis = serde_json::json!({"data": {"genesis_time": "1606824023",
+            "genesis_validators_root": "0x4b363db94e286120d76eb905340fdd4e54bfe9f06bf33ff6cf5ad27f511bfe95",
+            "genesis_fork_version": "0x00000000"}});
+        let spec =
+            ChainSpec::from_beacon_api(&serde_json::json!({ "data": config }), &genesis).unwrap();
+        let mainnet = ChainSpec::mainnet();
+        assert_eq!(
+            ChainSpec {
+                name: mainnet.name.clone(),
+                ..spec
+            },
+            mainnet
+        );
+        let mut broken = config.clone();
+        broken["SLOTS_PER_EPOCH"] = "0".into();
+        let err = ChainSpec::from_beacon_api(&broken, &genesis).unwrap_err();
+        assert!(matches!(
+            err,
+            LightError::Config {
+                field: "SLOTS_PER_EPOCH"
+            }
+        ));
+    }
+}
