@@ -100,7 +100,10 @@ fn check_withdrawals(header: &Header, withdrawals: Option<&Withdrawals>) -> Resu
             return mismatch(
                 Check::WithdrawalsRoot,
                 "withdrawals",
-                format!("{} withdrawals rebuild root {root}, the header has {want}", w.len()),
+                format!(
+                    "{} withdrawals rebuild root {root}, the header has {want}",
+                    w.len()
+                ),
             );
         }
     }
@@ -108,7 +111,11 @@ fn check_withdrawals(header: &Header, withdrawals: Option<&Withdrawals>) -> Resu
 }
 
 /// A block from the execution RPC's `eth_getBlockBy*` JSON (`full`: with transaction objects).
-pub(crate) fn from_json(value: Value, anchor: &Anchor, what: &str) -> Result<VerifiedBlock, RpcError> {
+pub(crate) fn from_json(
+    value: Value,
+    anchor: &Anchor,
+    what: &str,
+) -> Result<VerifiedBlock, RpcError> {
     let block: alloy_rpc_types_eth::Block = serde_json::from_value(value).map_err(|e| {
         RpcError::Upstream(UpstreamError::Malformed {
             what: what.to_string(),

@@ -56,7 +56,9 @@ fn parse_quantity(s: &str) -> Result<u64, String> {
 
 /// A storage key: up to 32 bytes of hex, left-padded.
 pub(crate) fn storage_key(value: &Value, index: usize) -> Result<B256, RpcError> {
-    let s = value.as_str().ok_or_else(|| invalid(index, "storage key not a string"))?;
+    let s = value
+        .as_str()
+        .ok_or_else(|| invalid(index, "storage key not a string"))?;
     let n: U256 = s
         .parse()
         .map_err(|e| invalid(index, format!("storage key {s:?}: {e}")))?;
@@ -83,7 +85,10 @@ pub(crate) fn block_ref(params: &[Value], index: usize) -> Result<BlockRef, RpcE
 pub(crate) fn block_value(v: &Value) -> Result<BlockRef, String> {
     if let Some(o) = v.as_object() {
         if let Some(h) = o.get("blockHash").and_then(Value::as_str) {
-            return h.parse().map(BlockRef::Hash).map_err(|e| format!("blockHash {h:?}: {e}"));
+            return h
+                .parse()
+                .map(BlockRef::Hash)
+                .map_err(|e| format!("blockHash {h:?}: {e}"));
         }
         if let Some(n) = o.get("blockNumber") {
             return block_value(n);
@@ -96,7 +101,10 @@ pub(crate) fn block_value(v: &Value) -> Result<BlockRef, String> {
         "safe" => Ok(BlockRef::Safe),
         "finalized" => Ok(BlockRef::Finalized),
         "earliest" | "pending" => Err(format!("block tag {s:?} cannot be verified")),
-        s if s.len() == 66 => s.parse().map(BlockRef::Hash).map_err(|e| format!("{s:?}: {e}")),
+        s if s.len() == 66 => s
+            .parse()
+            .map(BlockRef::Hash)
+            .map_err(|e| format!("{s:?}: {e}")),
         s => parse_quantity(s).map(BlockRef::Number),
     }
 }

@@ -46,7 +46,11 @@ pub(crate) fn check_receipts(
             return mismatch(
                 Check::ReceiptCount,
                 format!("receipts[{i}].type"),
-                format!("receipt type {} for a transaction of type {}", receipt.ty(), tx.envelope.ty()),
+                format!(
+                    "receipt type {} for a transaction of type {}",
+                    receipt.ty(),
+                    tx.envelope.ty()
+                ),
             );
         }
     }

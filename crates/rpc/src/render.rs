@@ -49,7 +49,10 @@ fn tx_object(block: &VerifiedBlock, index: usize) -> Result<Transaction, RpcErro
         block_hash: Some(block.anchor.hash),
         block_number: Some(block.anchor.number),
         transaction_index: Some(index as u64),
-        effective_gas_price: Some(tx.envelope.effective_gas_price(block.header.base_fee_per_gas)),
+        effective_gas_price: Some(
+            tx.envelope
+                .effective_gas_price(block.header.base_fee_per_gas),
+        ),
         block_timestamp: None,
     })
 }
@@ -129,7 +132,9 @@ pub(crate) fn receipt(
         block_hash: Some(block.anchor.hash),
         block_number: Some(block.anchor.number),
         gas_used: gas_used(receipts, i),
-        effective_gas_price: tx.envelope.effective_gas_price(block.header.base_fee_per_gas),
+        effective_gas_price: tx
+            .envelope
+            .effective_gas_price(block.header.base_fee_per_gas),
         blob_gas_used: tx.envelope.blob_gas_used(),
         blob_gas_price: None,
         from,

@@ -99,7 +99,10 @@ impl Metrics {
         self.requests
             .lock()
             .ok()
-            .and_then(|m| m.get(&(method.to_string(), outcome_label(outcome)?)).copied())
+            .and_then(|m| {
+                m.get(&(method.to_string(), outcome_label(outcome)?))
+                    .copied()
+            })
             .unwrap_or(0)
     }
 
@@ -110,13 +113,17 @@ impl Metrics {
         );
         if let Ok(m) = self.requests.lock() {
             for ((method, outcome), n) in m.iter() {
-                out += &format!("sszgate_rpc_requests_total{{method=\"{method}\",outcome=\"{outcome}\"}} {n}\n");
+                out += &format!(
+                    "sszgate_rpc_requests_total{{method=\"{method}\",outcome=\"{outcome}\"}} {n}\n"
+                );
             }
         }
         out += "# HELP sszgate_rpc_checks_failed_total Answers refused, by method and failed check.\n# TYPE sszgate_rpc_checks_failed_total counter\n";
         if let Ok(m) = self.checks.lock() {
             for ((method, check), n) in m.iter() {
-                out += &format!("sszgate_rpc_checks_failed_total{{method=\"{method}\",check=\"{check}\"}} {n}\n");
+                out += &format!(
+                    "sszgate_rpc_checks_failed_total{{method=\"{method}\",check=\"{check}\"}} {n}\n"
+                );
             }
         }
         out
@@ -197,7 +204,11 @@ pub async fn serve<A: AnchorSource>(config: Config, anchors: A) -> Result<Server
             });
         }
     });
-    Ok(Server { addr, metrics, task })
+    Ok(Server {
+        addr,
+        metrics,
+        task,
+    })
 }
 
 fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
@@ -220,7 +231,11 @@ async fn handle<A: AnchorSource>(
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => {
-            return Ok(reply(StatusCode::OK, "text/plain; version=0.0.4", shared.metrics.render()));
+            return Ok(reply(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                shared.metrics.render(),
+            ));
         }
         (&Method::GET, "/health") => return Ok(reply(StatusCode::OK, "text/plain", "ok\n".into())),
         (&Method::POST, _) => {}
@@ -265,10 +280,20 @@ async fn handle<A: AnchorSource>(
         }
         one => match answer_one(&shared, one).await {
             Some(a) => a,
-            None => return Ok(reply(StatusCode::NO_CONTENT, "application/json", String::new())),
+            None => {
+                return Ok(reply(
+                    StatusCode::NO_CONTENT,
+                    "application/json",
+                    String::new(),
+                ));
+            }
         },
     };
-    Ok(reply(StatusCode::OK, "application/json", answer.to_string()))
+    Ok(reply(
+        StatusCode::OK,
+        "application/json",
+        answer.to_string(),
+    ))
 }
 
 /// One JSON-RPC request's answer; `None` for a notification (no `id`).
@@ -288,7 +313,11 @@ async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Opti
                     .await
                     .map_err(RpcError::from);
             }
-            let label = if METHODS.contains(&method) || allowed { method } else { "other" };
+            let label = if METHODS.contains(&method) || allowed {
+                method
+            } else {
+                "other"
+            };
             shared.metrics.record(label, &result, passed);
             result
         }

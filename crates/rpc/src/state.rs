@@ -22,7 +22,10 @@ pub(crate) fn check_account_proof(
         return mismatch(
             Check::ProofSubject,
             "address",
-            format!("the proof is for {}, {address} was asked for", proof.address),
+            format!(
+                "the proof is for {}, {address} was asked for",
+                proof.address
+            ),
         );
     }
     let account = TrieAccount {
@@ -32,7 +35,12 @@ pub(crate) fn check_account_proof(
         code_hash: proof.code_hash,
     };
     let key = Nibbles::unpack(keccak256(address));
-    let present = verify_proof(state_root, key, Some(alloy_rlp::encode(account)), &proof.account_proof);
+    let present = verify_proof(
+        state_root,
+        key,
+        Some(alloy_rlp::encode(account)),
+        &proof.account_proof,
+    );
     // An empty account is usually absent from the trie (EIP-161); either proof gives the same
     // answer, so either is accepted.
     let empty = account.nonce == 0
@@ -47,7 +55,9 @@ pub(crate) fn check_account_proof(
         return mismatch(
             Check::AccountProof,
             "accountProof",
-            format!("the account (nonce, balance, storageHash, codeHash) is not proven by the state root {state_root}: {e}"),
+            format!(
+                "the account (nonce, balance, storageHash, codeHash) is not proven by the state root {state_root}: {e}"
+            ),
         );
     }
     check_storage(proof, keys)
@@ -70,7 +80,10 @@ fn check_storage(proof: &EIP1186AccountProofResponse, keys: &[B256]) -> Result<(
             return mismatch(
                 Check::ProofSubject,
                 format!("storageProof[{i}].key"),
-                format!("the proof is for slot {}, {key} was asked for", slot.key.as_b256()),
+                format!(
+                    "the proof is for slot {}, {key} was asked for",
+                    slot.key.as_b256()
+                ),
             );
         }
         let expected = (!slot.value.is_zero()).then(|| alloy_rlp::encode(slot.value));

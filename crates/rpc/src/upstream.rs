@@ -87,7 +87,9 @@ impl Upstream {
             });
         }
         match answer {
-            Value::Object(mut o) if o.contains_key("result") => Ok(o.remove("result").unwrap_or(Value::Null)),
+            Value::Object(mut o) if o.contains_key("result") => {
+                Ok(o.remove("result").unwrap_or(Value::Null))
+            }
             _ => Err(malformed(&what, "no `result` in the answer")),
         }
     }

@@ -13,7 +13,9 @@ use std::{
 use alloy_consensus::Header;
 use alloy_consensus::TxReceipt;
 use alloy_primitives::{B256, keccak256};
-use alloy_rpc_types_eth::{BlockNumberOrTag, EIP1186AccountProofResponse, Filter, FilterBlockOption};
+use alloy_rpc_types_eth::{
+    BlockNumberOrTag, EIP1186AccountProofResponse, Filter, FilterBlockOption,
+};
 use serde_json::{Value, json};
 use sszgate_light::{Anchor, BlockRef};
 
@@ -104,7 +106,10 @@ impl<A: AnchorSource> Verifier<A> {
         match method {
             "eth_chainId" => Ok(json!(hex(self.chain_id))),
             "eth_blockNumber" => Ok(json!(hex(self.resolve(BlockRef::Latest).await?.number))),
-            "eth_getBalance" | "eth_getTransactionCount" | "eth_getCode" | "eth_getStorageAt"
+            "eth_getBalance"
+            | "eth_getTransactionCount"
+            | "eth_getCode"
+            | "eth_getStorageAt"
             | "eth_getProof" => self.state(method, params).await,
             "eth_getBlockByNumber" | "eth_getBlockByHash" => {
                 let r = match method {
@@ -120,7 +125,9 @@ impl<A: AnchorSource> Verifier<A> {
             }
             "eth_getTransactionByBlockHashAndIndex" | "eth_getTransactionByBlockNumberAndIndex" => {
                 let r = match method {
-                    "eth_getTransactionByBlockHashAndIndex" => BlockRef::Hash(params::hash(params, 0)?),
+                    "eth_getTransactionByBlockHashAndIndex" => {
+                        BlockRef::Hash(params::hash(params, 0)?)
+                    }
                     _ => params::block_ref(params, 0)?,
                 };
                 let index = params::quantity(params, 1)? as usize;
@@ -136,7 +143,9 @@ impl<A: AnchorSource> Verifier<A> {
                 render::receipt(&block, &receipts, index)
             }
             "eth_getBlockReceipts" => {
-                let block = self.block(self.resolve(params::block_ref(params, 0)?).await?).await?;
+                let block = self
+                    .block(self.resolve(params::block_ref(params, 0)?).await?)
+                    .await?;
                 let receipts = self.receipts(&block).await?;
                 (0..receipts.len())
                     .map(|i| render::receipt(&block, &receipts, i))
@@ -162,7 +171,9 @@ impl<A: AnchorSource> Verifier<A> {
                     .get("number")
                     .and_then(Value::as_str)
                     .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-                    .ok_or_else(|| RpcError::Unprovable(format!("the upstream knows no block {h}")))?;
+                    .ok_or_else(|| {
+                        RpcError::Unprovable(format!("the upstream knows no block {h}"))
+                    })?;
                 let anchor = self.chain_back(n).await?;
                 if anchor.hash != h {
                     return Err(RpcError::Unprovable(format!(
@@ -201,7 +212,11 @@ impl<A: AnchorSource> Verifier<A> {
         }
         let mut current = top;
         while current.number > n {
-            let check = if current == top { Check::BlockHash } else { Check::ParentHash };
+            let check = if current == top {
+                Check::BlockHash
+            } else {
+                Check::ParentHash
+            };
             let header = self.el_header(&current, check).await?;
             current = Anchor {
                 number: current.number - 1,
@@ -221,7 +236,10 @@ impl<A: AnchorSource> Verifier<A> {
             .call("eth_getBlockByNumber", json!([hex(anchor.number), false]))
             .await?;
         if answer.is_null() {
-            return Err(RpcError::Unprovable(format!("the upstream has no block {}", anchor.number)));
+            return Err(RpcError::Unprovable(format!(
+                "the upstream has no block {}",
+                anchor.number
+            )));
         }
         match blocks::from_json(answer, anchor, &what) {
             Err(RpcError::Verification(mut m)) if m.check == Check::BlockHash => {
@@ -272,7 +290,10 @@ impl<A: AnchorSource> Verifier<A> {
                     .call("eth_getBlockByHash", json!([anchor.hash, true]))
                     .await?;
                 if answer.is_null() {
-                    return Err(RpcError::Unprovable(format!("the upstream has no block {}", anchor.hash)));
+                    return Err(RpcError::Unprovable(format!(
+                        "the upstream has no block {}",
+                        anchor.hash
+                    )));
                 }
                 let block = blocks::from_json(answer, &anchor, &what)?;
                 render::txs(&block)?;
@@ -295,13 +316,19 @@ impl<A: AnchorSource> Verifier<A> {
         block: &VerifiedBlock,
     ) -> Result<Vec<alloy_consensus::ReceiptEnvelope<alloy_primitives::Log>>, RpcError> {
         let n = hex(block.anchor.number);
-        let answer = self.upstream.call("eth_getBlockReceipts", json!([n])).await?;
+        let answer = self
+            .upstream
+            .call("eth_getBlockReceipts", json!([n]))
+            .await?;
         receipts::check_receipts(answer, block, &format!("eth_getBlockReceipts {n}"))
     }
 
     /// The verified block holding transaction `hash`, and its index there. The upstream only
     /// says which block to look in; the index is found in the verified transactions.
-    async fn transaction_by_hash(&self, hash: B256) -> Result<(Arc<VerifiedBlock>, usize), RpcError> {
+    async fn transaction_by_hash(
+        &self,
+        hash: B256,
+    ) -> Result<(Arc<VerifiedBlock>, usize), RpcError> {
         let claim = self
             .upstream
             .call("eth_getTransactionByHash", json!([hash]))
@@ -316,13 +343,17 @@ impl<A: AnchorSource> Verifier<A> {
             .and_then(Value::as_str)
             .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
             .ok_or_else(|| RpcError::Unprovable(format!("transaction {hash} is not in a block")))?;
-        let block = self.block(self.resolve(BlockRef::Number(number)).await?).await?;
+        let block = self
+            .block(self.resolve(BlockRef::Number(number)).await?)
+            .await?;
         match render::txs(&block)?.iter().position(|t| t.hash == hash) {
             Some(index) => Ok((block, index)),
             None => mismatch(
                 Check::TransactionHash,
                 "blockNumber",
-                format!("the upstream places {hash} in block {number}, which has no such transaction"),
+                format!(
+                    "the upstream places {hash} in block {number}, which has no such transaction"
+                ),
             ),
         }
     }
@@ -331,11 +362,17 @@ impl<A: AnchorSource> Verifier<A> {
     async fn state(&self, method: &str, p: &[Value]) -> Result<Value, RpcError> {
         let address = params::address(p, 0)?;
         let (keys, block_index) = match method {
-            "eth_getStorageAt" => (vec![params::storage_key(params::opt(p, 1).unwrap_or(&Value::Null), 1)?], 2),
+            "eth_getStorageAt" => (
+                vec![params::storage_key(
+                    params::opt(p, 1).unwrap_or(&Value::Null),
+                    1,
+                )?],
+                2,
+            ),
             "eth_getProof" => {
-                let list = params::opt(p, 1)
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| RpcError::InvalidParams("param 1: not a list of storage keys".into()))?;
+                let list = params::opt(p, 1).and_then(Value::as_array).ok_or_else(|| {
+                    RpcError::InvalidParams("param 1: not a list of storage keys".into())
+                })?;
                 if list.len() > self.limits.max_proof_keys {
                     return Err(RpcError::InvalidParams(format!(
                         "param 1: {} storage keys, at most {}",
@@ -343,7 +380,10 @@ impl<A: AnchorSource> Verifier<A> {
                         self.limits.max_proof_keys
                     )));
                 }
-                let keys = list.iter().map(|k| params::storage_key(k, 1)).collect::<Result<_, _>>()?;
+                let keys = list
+                    .iter()
+                    .map(|k| params::storage_key(k, 1))
+                    .collect::<Result<_, _>>()?;
                 (keys, 2)
             }
             _ => (Vec::new(), 1),
@@ -355,7 +395,9 @@ impl<A: AnchorSource> Verifier<A> {
             .upstream
             .call_as("eth_getProof", json!([address, keys, number]))
             .await?
-            .ok_or_else(|| RpcError::Unprovable(format!("the upstream has no proof for {address}")))?;
+            .ok_or_else(|| {
+                RpcError::Unprovable(format!("the upstream has no proof for {address}"))
+            })?;
         state::check_account_proof(&proof, header.state_root, address, &keys)?;
         Ok(match method {
             "eth_getBalance" => json!(proof.balance),
@@ -368,7 +410,11 @@ impl<A: AnchorSource> Verifier<A> {
     }
 
     /// `eth_getCode`: the code whose hash is the proven code hash.
-    async fn code(&self, proof: &EIP1186AccountProofResponse, number: &str) -> Result<Value, RpcError> {
+    async fn code(
+        &self,
+        proof: &EIP1186AccountProofResponse,
+        number: &str,
+    ) -> Result<Value, RpcError> {
         let code: alloy_primitives::Bytes = self
             .upstream
             .call_as("eth_getCode", json!([proof.address, number]))
@@ -379,7 +425,11 @@ impl<A: AnchorSource> Verifier<A> {
             return mismatch(
                 Check::CodeHash,
                 "code",
-                format!("{} bytes of code hash to {hash}, the proven code hash is {}", code.len(), proof.code_hash),
+                format!(
+                    "{} bytes of code hash to {hash}, the proven code hash is {}",
+                    code.len(),
+                    proof.code_hash
+                ),
             );
         }
         Ok(json!(code))
@@ -392,7 +442,11 @@ impl<A: AnchorSource> Verifier<A> {
             BlockNumberOrTag::Safe => BlockRef::Safe,
             BlockNumberOrTag::Finalized => BlockRef::Finalized,
             BlockNumberOrTag::Number(n) => return Ok(n),
-            other => return Err(RpcError::InvalidParams(format!("block {other} cannot be verified"))),
+            other => {
+                return Err(RpcError::InvalidParams(format!(
+                    "block {other} cannot be verified"
+                )));
+            }
         };
         Ok(self.resolve(r).await?.number)
     }
@@ -400,11 +454,15 @@ impl<A: AnchorSource> Verifier<A> {
     /// `eth_getLogs`: the matching logs of the verified receipts of every block in the range
     /// whose verified bloom may hold them.
     async fn logs(&self, p: &[Value]) -> Result<Value, RpcError> {
-        let filter: Filter = serde_json::from_value(params::opt(p, 0).cloned().unwrap_or(Value::Null))
-            .map_err(|e| RpcError::InvalidParams(format!("param 0: not a log filter: {e}")))?;
+        let filter: Filter =
+            serde_json::from_value(params::opt(p, 0).cloned().unwrap_or(Value::Null))
+                .map_err(|e| RpcError::InvalidParams(format!("param 0: not a log filter: {e}")))?;
         let anchors = match &filter.block_option {
             FilterBlockOption::AtBlockHash(h) => vec![self.resolve(BlockRef::Hash(*h)).await?],
-            FilterBlockOption::Range { from_block, to_block } => {
+            FilterBlockOption::Range {
+                from_block,
+                to_block,
+            } => {
                 let from = self.filter_bound(from_block.as_ref()).await?;
                 let to = self.filter_bound(to_block.as_ref()).await?;
                 if to < from || to - from >= self.limits.max_log_blocks {
@@ -428,12 +486,17 @@ impl<A: AnchorSource> Verifier<A> {
             }
             let block = self.block(anchor).await?;
             let receipts = self.receipts(&block).await?;
-            let bloom = receipts.iter().fold(alloy_primitives::Bloom::ZERO, |acc, r| acc | r.bloom());
+            let bloom = receipts
+                .iter()
+                .fold(alloy_primitives::Bloom::ZERO, |acc, r| acc | r.bloom());
             if bloom != header.logs_bloom {
                 return mismatch(
                     Check::LogsBloom,
                     "logsBloom",
-                    format!("the receipts' blooms of block {} do not make the header's bloom", anchor.number),
+                    format!(
+                        "the receipts' blooms of block {} do not make the header's bloom",
+                        anchor.number
+                    ),
                 );
             }
             out.extend(render::logs(&block, &receipts, |log| {
