@@ -323,7 +323,13 @@ async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Opti
         }
         Err(e) => Err(e),
     };
-    let id = id?;
+    // A valid request without an id is a notification: no answer. An invalid one is
+    // answered with a null id.
+    let id = match (id, &result) {
+        (Some(id), _) => id,
+        (None, Err(RpcError::InvalidRequest(_))) => Value::Null,
+        (None, _) => return None,
+    };
     Some(match result {
         Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
         Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
@@ -331,6 +337,11 @@ async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Opti
 }
 
 fn parse_call(request: &Value) -> Result<(&str, Vec<Value>), RpcError> {
+    if !request.is_object() {
+        return Err(RpcError::InvalidRequest(
+            "a request is a JSON object".into(),
+        ));
+    }
     let method = request
         .get("method")
         .and_then(Value::as_str)

@@ -272,42 +272,49 @@ impl<A: AnchorSource> Verifier<A> {
         if let Some(b) = self.cached(&anchor.hash) {
             return Ok(b);
         }
-        let mut from_beacon = None;
+        let mut beacon_error = None;
         if self.upstream.has_beacon() && !anchor.beacon_root.is_zero() {
             let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
             match self.upstream.beacon_ssz(&path).await {
-                Ok(bytes) => from_beacon = Some(blocks::from_beacon_ssz(&bytes, &anchor)?),
+                Ok(bytes) => {
+                    let block = blocks::from_beacon_ssz(&bytes, &anchor)?;
+                    return Ok(self.keep(block));
+                }
                 // No beacon answer: the EL may still have the block.
-                Err(_) => {}
+                Err(e) => beacon_error = Some(e),
             }
         }
-        let block = match from_beacon {
-            Some(b) => b,
-            None => {
-                let what = format!("eth_getBlockByHash {}", anchor.hash);
-                let answer = self
-                    .upstream
-                    .call("eth_getBlockByHash", json!([anchor.hash, true]))
-                    .await?;
-                if answer.is_null() {
-                    return Err(RpcError::Unprovable(format!(
-                        "the upstream has no block {}",
-                        anchor.hash
-                    )));
-                }
-                let block = blocks::from_json(answer, &anchor, &what)?;
-                render::txs(&block)?;
-                block
-            }
+        let what = format!("eth_getBlockByHash {}", anchor.hash);
+        let answer = match self
+            .upstream
+            .call("eth_getBlockByHash", json!([anchor.hash, true]))
+            .await
+        {
+            Ok(answer) => answer,
+            // Both failed: the preferred source's failure is the one reported.
+            Err(e) => return Err(beacon_error.unwrap_or(e).into()),
         };
+        if answer.is_null() {
+            return Err(RpcError::Unprovable(format!(
+                "the upstream has no block {}",
+                anchor.hash
+            )));
+        }
+        let block = blocks::from_json(answer, &anchor, &what)?;
+        render::txs(&block)?;
+        Ok(self.keep(block))
+    }
+
+    /// Keeps `block` for reuse.
+    fn keep(&self, block: VerifiedBlock) -> Arc<VerifiedBlock> {
         let block = Arc::new(block);
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() >= CACHED_BLOCKS {
                 cache.clear();
             }
-            cache.insert(anchor.hash, block.clone());
+            cache.insert(block.anchor.hash, block.clone());
         }
-        Ok(block)
+        block
     }
 
     /// The verified receipts of `block`.

@@ -280,6 +280,9 @@ async fn a_forged_execution_payload() {
     assert_check(&data, "block_hash", "execution_payload");
 }
 
+/// A change to a served answer.
+type Change = dyn Fn(&mut Value);
+
 /// A full block from the execution RPC (`eth_getBlockByHash(h, true)`, no Beacon API): first
 /// rendered from the verified beacon block, then served with one field changed.
 #[tokio::test]
@@ -291,7 +294,7 @@ async fn a_changed_transaction_or_withdrawal() {
     let full = call(&server, "eth_getBlockByHash", &json!([hash, true])).await["result"].clone();
     assert_eq!(full["transactions"].as_array().unwrap().len(), 170);
     let file = format!("eth_getBlockByHash_{hash}_true.json");
-    let el_only = |change: &dyn Fn(&mut Value)| {
+    let el_only = |change: &Change| {
         let mut block = full.clone();
         change(&mut block);
         let body = json!({"jsonrpc": "2.0", "id": 1, "result": block}).to_string();
@@ -322,7 +325,7 @@ async fn a_changed_transaction_or_withdrawal() {
         lied["result"]["transactions"][5]["from"],
         full["transactions"][5]["from"]
     );
-    let cases: [(&dyn Fn(&mut Value), &str, &str); 4] = [
+    let cases: [(&Change, &str, &str); 4] = [
         (
             &|b| b["transactions"][5]["value"] = json!("0x1"),
             "transactions_root",
