@@ -119,6 +119,12 @@ pub enum LightError {
         /// Why it could not be connected.
         detail: String,
     },
+    /// The Beacon API has no such resource (404; e.g. a block at a missed slot).
+    #[error("beacon api {path}: not found")]
+    NotFound {
+        /// The request path.
+        path: String,
+    },
     /// The Beacon API failed or answered something unusable.
     #[error("beacon api {path}: {detail}")]
     Api {

@@ -11,8 +11,10 @@
 //! facade that ties them together).
 
 pub mod anchor;
+pub mod api;
 pub mod block;
 pub mod bls;
+pub mod client;
 pub mod error;
 pub mod merkle;
 pub mod persist;
@@ -21,6 +23,8 @@ pub mod store;
 pub mod types;
 
 use alloy_primitives::B256;
+pub use api::{BeaconApi, HttpBeaconApi, RecordedBeaconApi};
+pub use client::LightClient;
 pub use error::LightError;
 pub use spec::ChainSpec;
 

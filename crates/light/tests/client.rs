@@ -1,0 +1,191 @@
+//! The facade over recorded Beacon API answers (`RecordedBeaconApi` on a case directory):
+//! bootstrap, sync to the recording's period, and anchors by tag and number, as a beacon
+//! node would have answered them.
+
+mod common;
+
+use alloy_primitives::B256;
+use sszgate_light::anchor::verify_signed_by_child;
+use sszgate_light::block::AnyBlock;
+use sszgate_light::client::fetch_finalized_checkpoint;
+use sszgate_light::spec::ChainSpec;
+use sszgate_light::{BlockRef, LightClient, LightError, RecordedBeaconApi, Trust};
+
+fn api(case: &str) -> RecordedBeaconApi {
+    RecordedBeaconApi::new(common::data_dir().join(case))
+}
+
+/// Unix time of a mainnet slot.
+const fn at_slot(slot: u64) -> u64 {
+    1606824023 + slot * 12
+}
+
+fn b256(hex: &str) -> B256 {
+    hex.parse().unwrap()
+}
+
+/// eth_blockNumber_electra: bootstrap from the recorded finalized checkpoint, one update
+/// (period 1422 brings 1423's committee), and `latest` is the head's parent, 0x1566aae.
+#[tokio::test]
+async fn eth_block_number_electra_through_the_facade() {
+    let case = "eth_blockNumber_electra";
+    let checkpoint = fetch_finalized_checkpoint(&api(case)).await.unwrap();
+    assert_eq!(
+        checkpoint,
+        b256("0xb8758d4bd976e1b33e62937ed31a709dba0a855869641581bef3d2a48b527690")
+    );
+    let mut client = LightClient::bootstrap(api(case), ChainSpec::mainnet(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11658783));
+    let report = client.sync().await.unwrap();
+    assert_eq!(report.updates_applied, 1);
+    assert!(
+        !report.finality_applied && !report.optimistic_applied,
+        "not recorded"
+    );
+    let latest = client.anchor(BlockRef::Latest).await.unwrap();
+    assert_eq!(latest.number, 0x1566aae);
+    assert_eq!(latest.trust, Trust::Supermajority);
+    assert_eq!(
+        client.anchor(BlockRef::Number(0x1566aae)).await.unwrap(),
+        latest
+    );
+    assert_eq!(
+        client.anchor(BlockRef::Hash(latest.hash)).await.unwrap(),
+        latest
+    );
+    let finalized = client.anchor(BlockRef::Finalized).await.unwrap();
+    assert_eq!(finalized.trust, Trust::Finalized);
+    assert_eq!(finalized.slot, client.store().finalized_header.beacon.slot);
+    assert!(finalized.number < latest.number);
+    // A newer block than the signed head cannot be connected, and says so.
+    let err = client
+        .anchor(BlockRef::Number(0x1566aae + 5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LightError::NotConnected { .. }), "{err}");
+    // A hash the client has never verified: it says how to anchor it.
+    let err = client
+        .anchor(BlockRef::Hash(B256::repeat_byte(7)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LightError::NotConnected { .. }), "{err}");
+}
+
+/// eth_getBalance1: bootstrap at period 1347 and the recorded 46 updates in one request,
+/// then `latest` is the head's parent; the blocks of period 1347 recorded in the same case
+/// are refused with the period named, because the synced store no longer holds that committee.
+#[tokio::test]
+async fn forty_six_periods_in_one_sync() {
+    let case = "eth_getBalance1";
+    let spec = ChainSpec::mainnet();
+    let checkpoint = sszgate_light::types::Bootstrap::from_ssz(
+        &spec,
+        &common::read_prefixed(case, "eth_v1_beacon_light_client_bootstrap_"),
+    )
+    .unwrap()
+    .header
+    .beacon
+    .root();
+    let mut client = LightClient::bootstrap(api(case), spec.clone(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11412812));
+    let report = client.sync().await.unwrap();
+    assert_eq!(report.updates_applied, 46);
+    assert_eq!(client.store().finalized_period(), 1392);
+    let latest = client.anchor(BlockRef::Latest).await.unwrap();
+    assert_eq!((latest.slot, latest.number), (11412811, 22196223));
+    assert_eq!(
+        latest.beacon_root,
+        b256("0xbbc16d42478b2053bf9cc743521a02f655a7a4f2b5e065621b899c90176f2601")
+    );
+    let old = AnyBlock::from_ssz(
+        &spec,
+        &common::read(case, "eth_v2_beacon_blocks_11038724.ssz"),
+    )
+    .unwrap()
+    .summary();
+    let old_child = AnyBlock::from_ssz(
+        &spec,
+        &common::read(case, "eth_v2_beacon_blocks_11038725.ssz"),
+    )
+    .unwrap()
+    .summary();
+    let err = verify_signed_by_child(client.store(), &old, &old_child).unwrap_err();
+    assert!(
+        matches!(err, LightError::UnknownCommittee { period: 1347, .. }),
+        "{err}"
+    );
+}
+
+/// trusted_block1: bootstrap from the test's trusted block root; the next period's update is
+/// not recorded (not required in the checkpoint's own period). The checkpoint (slot 11526688)
+/// is newer than the recorded head (11526675), so `latest` is the checkpoint's own execution
+/// block, finalized; the head's parent 0x1546ab1 is anchored in the `anchor` tests.
+#[tokio::test]
+async fn trusted_block_case_bootstraps_from_its_trusted_root() {
+    let case = "trusted_block1";
+    let trusted = b256("0xfc728271f234a95e04a101d2dc01717cd8e88edbc694f8a5377e396b08ff2591");
+    let mut client = LightClient::bootstrap(api(case), ChainSpec::mainnet(), trusted)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11526675));
+    let report = client.sync().await.unwrap();
+    assert_eq!(report.updates_applied, 0);
+    let latest = client.anchor(BlockRef::Latest).await.unwrap();
+    assert_eq!(
+        (latest.slot, latest.number, latest.trust),
+        (11526688, 22309567, Trust::Finalized)
+    );
+    assert_eq!(latest.beacon_root, trusted);
+    assert_eq!(client.anchor(BlockRef::Safe).await.unwrap(), latest);
+}
+
+/// A bootstrap the node does not have (eth_getTransactionByHash_electra recorded a 404).
+#[tokio::test]
+async fn missing_bootstrap_is_reported() {
+    let root = b256("0xd9717ecc253684291f828688f311ba74d05af74c31654f6e14077669fca62f6a");
+    let err = LightClient::bootstrap(
+        api("eth_getTransactionByHash_electra"),
+        ChainSpec::mainnet(),
+        root,
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(matches!(err, LightError::NotFound { .. }), "{err}");
+}
+
+/// The store saved by `sync` resumes: a second client opened on the file needs no bootstrap.
+#[tokio::test]
+async fn open_resumes_from_the_saved_store() {
+    let case = "eth_blockNumber_electra";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("light.json");
+    let checkpoint = fetch_finalized_checkpoint(&api(case)).await.unwrap();
+    let mut first = LightClient::open(api(case), ChainSpec::mainnet(), path.clone(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11658783));
+    first.sync().await.unwrap();
+    // The second client reads no bootstrap: an empty directory as its API.
+    let empty = tempfile::tempdir().unwrap();
+    let second = LightClient::open(
+        RecordedBeaconApi::new(empty.path()),
+        ChainSpec::mainnet(),
+        path,
+        B256::ZERO,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        second.store().next_sync_committee,
+        first.store().next_sync_committee
+    );
+    assert_eq!(
+        second.store().finalized_header,
+        first.store().finalized_header
+    );
+}
