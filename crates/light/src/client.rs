@@ -95,22 +95,27 @@ pub async fn fetch_chain_spec(api: &impl BeaconApi) -> Result<ChainSpec, LightEr
         .get_json("/eth/v1/beacon/genesis", MAX_JSON_BYTES)
         .await?;
     let spec = ChainSpec::from_beacon_api(&config, &genesis)?;
-    match ChainSpec::known(&spec.genesis_validators_root) {
-        Some(known)
-            if known.forks[..5] != spec.forks[..5] || known.genesis_time != spec.genesis_time =>
-        {
-            Err(LightError::FieldMismatch {
-                check: "chain_spec",
-                field: "fork schedule",
-                detail: format!("the node's differs from built-in {}", known.name),
-            })
-        }
-        Some(known) => Ok(ChainSpec {
-            name: known.name,
-            ..spec
-        }),
-        None => Ok(spec),
+    let Some(known) = ChainSpec::known(&spec.genesis_validators_root) else {
+        return Ok(spec);
+    };
+    // Every fork the built-in chain schedules must be the node's too; forks scheduled after
+    // these built-ins were written come from the node.
+    let disagrees = known
+        .forks
+        .iter()
+        .zip(&spec.forks)
+        .any(|(ours, theirs)| ours.1 != u64::MAX && ours != theirs);
+    if disagrees || known.genesis_time != spec.genesis_time {
+        return Err(LightError::FieldMismatch {
+            check: "chain_spec",
+            field: "fork schedule",
+            detail: format!("the node's differs from built-in {}", known.name),
+        });
     }
+    Ok(ChainSpec {
+        name: known.name,
+        ..spec
+    })
 }
 
 /// The beacon node's finalized checkpoint root (trust on first use: the caller warns).

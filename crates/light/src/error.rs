@@ -15,8 +15,10 @@ pub enum LightError {
         /// What the decoder said.
         detail: String,
     },
-    /// A header whose fork has no light-client containers here (before Deneb).
-    #[error("{what}: slot {slot} is in a fork this light client does not support (pre-Deneb)")]
+    /// A header whose fork has no light-client containers here (before Deneb, from Gloas on).
+    #[error(
+        "{what}: slot {slot} is in a fork this light client does not support (before Deneb, or from Gloas on)"
+    )]
     UnsupportedFork {
         /// The container.
         what: &'static str,

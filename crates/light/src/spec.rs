@@ -52,17 +52,24 @@ impl LcFork {
 }
 
 /// The scheduled forks' config keys, in order: `(<NAME>_FORK_VERSION, <NAME>_FORK_EPOCH)`.
-const FORK_KEYS: [(&str, &str); 6] = [
+const FORK_KEYS: [(&str, &str); FORK_COUNT] = [
     ("ALTAIR_FORK_VERSION", "ALTAIR_FORK_EPOCH"),
     ("BELLATRIX_FORK_VERSION", "BELLATRIX_FORK_EPOCH"),
     ("CAPELLA_FORK_VERSION", "CAPELLA_FORK_EPOCH"),
     ("DENEB_FORK_VERSION", "DENEB_FORK_EPOCH"),
     ("ELECTRA_FORK_VERSION", "ELECTRA_FORK_EPOCH"),
     ("FULU_FORK_VERSION", "FULU_FORK_EPOCH"),
+    ("GLOAS_FORK_VERSION", "GLOAS_FORK_EPOCH"),
 ];
-/// Index in [`FORK_NAMES`] + 1 of Deneb and Electra (0 is the genesis fork).
+/// Index in [`FORK_KEYS`] + 1 of Deneb, Electra and Gloas (0 is the genesis fork). Gloas
+/// changes the light-client containers: headers from it on are refused as unsupported.
 const DENEB_INDEX: usize = 4;
 const ELECTRA_INDEX: usize = 5;
+const GLOAS_INDEX: usize = 7;
+/// Scheduled forks known here (Altair to Gloas).
+const FORK_COUNT: usize = 7;
+/// The epoch of a fork that is not scheduled.
+const UNSCHEDULED: u64 = u64::MAX;
 
 /// A chain's parameters as the light client uses them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +88,7 @@ pub struct ChainSpec {
     pub epochs_per_period: u64,
     /// `GENESIS_FORK_VERSION`.
     pub genesis_fork_version: [u8; 4],
-    /// Altair to Fulu: `(fork version, activation epoch)`, `u64::MAX` when not scheduled.
+    /// Altair to Gloas: `(fork version, activation epoch)`, `u64::MAX` when not scheduled.
     pub forks: Vec<([u8; 4], u64)>,
 }
 
@@ -93,7 +100,7 @@ fn b256(hex: &str) -> B256 {
 impl ChainSpec {
     /// Ethereum mainnet.
     pub fn mainnet() -> Self {
-        let epochs = [74240, 144896, 194048, 269568, 364032, 411392];
+        let epochs = [74240, 144896, 194048, 269568, 364032, 411392, UNSCHEDULED];
         ChainSpec {
             name: "mainnet".into(),
             genesis_validators_root: b256(
@@ -104,15 +111,16 @@ impl ChainSpec {
             slots_per_epoch: 32,
             epochs_per_period: 256,
             genesis_fork_version: [0, 0, 0, 0],
-            forks: (0..6)
+            forks: (0..FORK_COUNT)
                 .map(|i| ([i as u8 + 1, 0, 0, 0], epochs[i]))
                 .collect(),
         }
     }
 
-    /// The Sepolia testnet (eth-clients/sepolia `config.yaml`).
+    /// The Sepolia testnet (eth-clients/sepolia `metadata/config.yaml`; Fulu's epoch as the
+    /// consensus clients' built-in configs schedule it).
     pub fn sepolia() -> Self {
-        let epochs = [50, 100, 56832, 132608, 222464, 272640];
+        let epochs = [50, 100, 56832, 132608, 222464, 272640, UNSCHEDULED];
         ChainSpec {
             name: "sepolia".into(),
             genesis_validators_root: b256(
@@ -123,15 +131,16 @@ impl ChainSpec {
             slots_per_epoch: 32,
             epochs_per_period: 256,
             genesis_fork_version: [0x90, 0, 0, 0x69],
-            forks: (0..6)
+            forks: (0..FORK_COUNT)
                 .map(|i| ([0x90, 0, 0, 0x70 + i as u8], epochs[i]))
                 .collect(),
         }
     }
 
-    /// The Hoodi testnet (eth-clients/hoodi `config.yaml`).
+    /// The Hoodi testnet (eth-clients/hoodi `metadata/config.yaml`; Fulu's epoch as the
+    /// consensus clients' built-in configs schedule it).
     pub fn hoodi() -> Self {
-        let epochs = [0, 0, 0, 0, 2048, 50688];
+        let epochs = [0, 0, 0, 0, 2048, 50688, UNSCHEDULED];
         ChainSpec {
             name: "hoodi".into(),
             genesis_validators_root: b256(
@@ -142,7 +151,7 @@ impl ChainSpec {
             slots_per_epoch: 32,
             epochs_per_period: 256,
             genesis_fork_version: [0x10, 0, 0x09, 0x10],
-            forks: (0..6)
+            forks: (0..FORK_COUNT)
                 .map(|i| ([0x20 + 0x10 * i as u8, 0, 0x09, 0x10], epochs[i]))
                 .collect(),
         }
@@ -165,7 +174,7 @@ impl ChainSpec {
             .iter()
             .map(|(version_key, epoch_key)| {
                 let version = config_version(spec, version_key)?;
-                let epoch = config_u64(spec, epoch_key).unwrap_or(u64::MAX);
+                let epoch = config_u64(spec, epoch_key).unwrap_or(UNSCHEDULED);
                 Ok((version.unwrap_or([0xff; 4]), epoch))
             })
             .collect::<Result<Vec<_>, LightError>>()?;
@@ -228,7 +237,7 @@ impl ChainSpec {
         unix_seconds.saturating_sub(self.genesis_time) / self.seconds_per_slot
     }
 
-    /// Index of the fork active at `epoch`: 0 genesis, 1 Altair … 6 Fulu.
+    /// Index of the fork active at `epoch`: 0 genesis, 1 Altair … 6 Fulu, 7 Gloas.
     fn fork_index(&self, epoch: u64) -> usize {
         self.forks.iter().take_while(|(_, e)| *e <= epoch).count()
     }
@@ -241,9 +250,11 @@ impl ChainSpec {
         }
     }
 
-    /// Which light-client containers a header at `slot` uses; `None` before Deneb.
+    /// Which light-client containers a header at `slot` uses; `None` before Deneb and from
+    /// Gloas on.
     pub fn lc_fork(&self, slot: u64) -> Option<LcFork> {
         match self.fork_index(self.epoch(slot)) {
+            i if i >= GLOAS_INDEX => None,
             i if i >= ELECTRA_INDEX => Some(LcFork::Electra),
             i if i >= DENEB_INDEX => Some(LcFork::Deneb),
             _ => None,
@@ -334,6 +345,14 @@ mod tests {
         assert_eq!(spec.lc_fork(269568 * 32), Some(LcFork::Deneb));
         assert_eq!(spec.lc_fork(364032 * 32), Some(LcFork::Electra));
         assert_eq!(spec.lc_fork(411392 * 32), Some(LcFork::Electra));
+        let mut gloas = spec.clone();
+        gloas.forks[6].1 = 500000;
+        assert_eq!(gloas.lc_fork(500000 * 32 - 1), Some(LcFork::Electra));
+        assert_eq!(
+            gloas.lc_fork(500000 * 32),
+            None,
+            "Gloas containers are not supported"
+        );
         assert_eq!(spec.period(11658783), 1423);
     }
 
@@ -342,8 +361,16 @@ mod tests {
     fn from_beacon_api_reads_mainnet() {
         let mut config = serde_json::json!({"SECONDS_PER_SLOT": "12", "SLOTS_PER_EPOCH": "32",
             "EPOCHS_PER_SYNC_COMMITTEE_PERIOD": "256", "GENESIS_FORK_VERSION": "0x00000000"});
-        let names = ["ALTAIR", "BELLATRIX", "CAPELLA", "DENEB", "ELECTRA", "FULU"];
-        let epochs = [74240, 144896, 194048, 269568, 364032, 411392];
+        let names = [
+            "ALTAIR",
+            "BELLATRIX",
+            "CAPELLA",
+            "DENEB",
+            "ELECTRA",
+            "FULU",
+            "GLOAS",
+        ];
+        let epochs = [74240, 144896, 194048, 269568, 364032, 411392, u64::MAX];
         for (i, name) in names.iter().enumerate() {
             config[format!("{name}_FORK_VERSION")] = format!("0x0{}000000", i + 1).into();
             config[format!("{name}_FORK_EPOCH")] = epochs[i].to_string().into();

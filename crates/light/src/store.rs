@@ -284,23 +284,28 @@ impl LightClientStore {
 
     fn check_finality(&self, update: &Update) -> Result<(), LightError> {
         let finalized = &update.finalized_header;
-        if !update.has_finality() || finalized.beacon.slot == 0 {
-            // Without finality (or finality at genesis) the header must be empty.
+        let finalized_root = if !update.has_finality() || finalized.beacon.slot == 0 {
+            // Without finality, or with finality at genesis, the header must be empty.
             if *finalized != LightClientHeader::default() {
                 return Err(LightError::FieldMismatch {
                     check: "finality_branch",
                     field: "finalized_header",
-                    detail: "is set without a finality proof".into(),
+                    detail: "is set without a finality proof (or at genesis)".into(),
                 });
             }
-            return Ok(());
-        }
-        check_lc_header(finalized, "finalized_header.execution")?;
+            if !update.has_finality() {
+                return Ok(());
+            }
+            B256::ZERO // the specs' finalized root at genesis
+        } else {
+            check_lc_header(finalized, "finalized_header.execution")?;
+            finalized.beacon.root()
+        };
         let attested = &update.attested_header.beacon;
         let gindex =
             lc_fork(&self.spec, attested.slot, "LightClientUpdate")?.finalized_root_gindex();
         if !is_valid_merkle_branch(
-            finalized.beacon.root(),
+            finalized_root,
             &update.finality_branch,
             gindex,
             attested.state_root,

@@ -189,3 +189,62 @@ async fn open_resumes_from_the_saved_store() {
         first.store().finalized_header
     );
 }
+
+/// The chain's parameters from the node's config: a mainnet node reproduces the built-in
+/// mainnet, and a node whose Electra epoch differs from the built-in one is refused.
+#[tokio::test]
+async fn chain_spec_from_the_node_is_checked_against_the_built_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["ALTAIR", "BELLATRIX", "CAPELLA", "DENEB", "ELECTRA", "FULU"];
+    let epochs = ["74240", "144896", "194048", "269568", "364032", "411392"];
+    let mut config = serde_json::json!({"SECONDS_PER_SLOT": "12", "SLOTS_PER_EPOCH": "32",
+        "EPOCHS_PER_SYNC_COMMITTEE_PERIOD": "256", "GENESIS_FORK_VERSION": "0x00000000"});
+    for (i, name) in names.iter().enumerate() {
+        config[format!("{name}_FORK_VERSION")] = format!("0x0{}000000", i + 1).into();
+        config[format!("{name}_FORK_EPOCH")] = epochs[i].into();
+    }
+    let genesis = serde_json::json!({"data": {"genesis_time": "1606824023",
+        "genesis_validators_root": "0x4b363db94e286120d76eb905340fdd4e54bfe9f06bf33ff6cf5ad27f511bfe95"}});
+    let write = |config: &serde_json::Value| {
+        std::fs::write(
+            dir.path().join("eth_v1_config_spec.json"),
+            serde_json::json!({ "data": config }).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("eth_v1_beacon_genesis.json"),
+            genesis.to_string(),
+        )
+        .unwrap();
+    };
+    write(&config);
+    let api = RecordedBeaconApi::new(dir.path());
+    let spec = sszgate_light::client::fetch_chain_spec(&api).await.unwrap();
+    let mainnet = ChainSpec::mainnet();
+    assert_eq!(spec.name, "mainnet");
+    assert_eq!(spec.forks[..6], mainnet.forks[..6]);
+    assert_eq!(
+        spec.forks[6].1,
+        u64::MAX,
+        "Gloas not in this config: unscheduled"
+    );
+    assert_eq!(
+        (spec.genesis_time, spec.genesis_validators_root),
+        (mainnet.genesis_time, mainnet.genesis_validators_root)
+    );
+    config["ELECTRA_FORK_EPOCH"] = "364033".into();
+    write(&config);
+    let err = sszgate_light::client::fetch_chain_spec(&api)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LightError::FieldMismatch {
+                check: "chain_spec",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

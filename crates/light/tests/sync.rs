@@ -131,3 +131,81 @@ fn long_chain_verifies_every_deneb_update_file() {
         .unwrap();
     assert_eq!(trusted.header.beacon.root(), expected);
 }
+
+/// The specs' finality and optimistic updates carry a subset of a full update: re-encoded
+/// from a recorded update (Deneb and Electra), they decode with their own containers, verify,
+/// and move the store's finalized and optimistic headers as the full update would.
+#[test]
+fn finality_and_optimistic_updates_from_recorded_updates() {
+    use ssz::Encode;
+    use ssz_types::FixedVector;
+    use ssz_types::typenum::{U6, U7};
+    use sszgate_light::spec::LcFork;
+    use sszgate_light::types::{LightClientFinalityUpdateSsz, LightClientOptimisticUpdate};
+
+    let spec = ChainSpec::mainnet();
+    let cases = [
+        (
+            "eth_blockNumber_electra",
+            "eth_v1_beacon_light_client_updates_start_period_1422_count_1.ssz",
+            LcFork::Electra,
+        ),
+        (
+            "eth_getBlockByNumber1",
+            "eth_v1_beacon_light_client_updates_start_period_1392_count_1.ssz",
+            LcFork::Deneb,
+        ),
+    ];
+    for (case, name, fork) in cases {
+        let update = updates(case, name).remove(0);
+        assert_eq!(spec.lc_fork(update.attested_header.beacon.slot), Some(fork));
+        let branch = update.finality_branch.clone();
+        let finality = match fork {
+            LcFork::Deneb => LightClientFinalityUpdateSsz::<U6> {
+                attested_header: update.attested_header.clone(),
+                finalized_header: update.finalized_header.clone(),
+                finality_branch: FixedVector::new(branch).unwrap(),
+                sync_aggregate: update.sync_aggregate.clone(),
+                signature_slot: update.signature_slot,
+            }
+            .as_ssz_bytes(),
+            LcFork::Electra => LightClientFinalityUpdateSsz::<U7> {
+                attested_header: update.attested_header.clone(),
+                finalized_header: update.finalized_header.clone(),
+                finality_branch: FixedVector::new(branch).unwrap(),
+                sync_aggregate: update.sync_aggregate.clone(),
+                signature_slot: update.signature_slot,
+            }
+            .as_ssz_bytes(),
+        };
+        let optimistic = LightClientOptimisticUpdate {
+            attested_header: update.attested_header.clone(),
+            sync_aggregate: update.sync_aggregate.clone(),
+            signature_slot: update.signature_slot,
+        }
+        .as_ssz_bytes();
+
+        let mut store = bootstrap(case);
+        let o = Update::from_optimistic_ssz(&spec, &optimistic).unwrap();
+        let outcome = store.process_update(&o, NOW_SLOT).unwrap();
+        assert!(outcome.optimistic_advanced && !outcome.applied, "{case}");
+        assert_eq!(store.optimistic.header, update.attested_header);
+
+        let f = Update::from_finality_ssz(&spec, &finality).unwrap();
+        assert!(f.has_finality() && !f.has_next_sync_committee());
+        let outcome = store.process_update(&f, NOW_SLOT).unwrap();
+        assert!(outcome.applied, "{case}");
+        assert_eq!(store.finalized_header, update.finalized_header);
+        assert!(
+            store.next_sync_committee.is_none(),
+            "a finality update brings no committee"
+        );
+        // The same finality update again is valid (its attested header is newer than the
+        // finalized one) but changes nothing.
+        let again = store.process_update(&f, NOW_SLOT).unwrap();
+        assert!(
+            !again.applied && !again.optimistic_advanced && !again.safe_advanced,
+            "{case}"
+        );
+    }
+}
