@@ -248,3 +248,90 @@ async fn chain_spec_from_the_node_is_checked_against_the_built_in() {
         "{err}"
     );
 }
+
+/// A copy of eth_blockNumber_electra with its two blocks also served by slot, the child
+/// optionally tampered with (a flipped bit in its sync aggregate signature).
+fn electra_case_by_slot(tamper_child: bool) -> tempfile::TempDir {
+    use ssz::Encode;
+    let case = "eth_blockNumber_electra";
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(common::data_dir().join(case))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let parent = common::read_prefixed(case, "eth_v2_beacon_blocks_0x");
+    std::fs::write(dir.path().join("eth_v2_beacon_blocks_11658782.ssz"), parent).unwrap();
+    let mut child = common::read(case, "eth_v2_beacon_blocks_head.ssz");
+    if tamper_child {
+        let AnyBlock::Electra(mut block) =
+            AnyBlock::from_ssz(&ChainSpec::mainnet(), &child).unwrap()
+        else {
+            panic!("an Electra block");
+        };
+        block.message.body.sync_aggregate.sync_committee_signature.0[10] ^= 0x04;
+        child = block.as_ssz_bytes();
+    }
+    std::fs::write(dir.path().join("eth_v2_beacon_blocks_11658783.ssz"), child).unwrap();
+    dir
+}
+
+async fn synced_client(dir: &std::path::Path) -> LightClient<RecordedBeaconApi> {
+    let api = RecordedBeaconApi::new(dir);
+    let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
+    let mut client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11658783));
+    client.sync().await.unwrap();
+    client
+}
+
+/// By number: the block is found by slot and verified through the next slot's block.
+#[tokio::test]
+async fn anchor_by_number_finds_the_block_by_slot_and_its_signing_child() {
+    let dir = electra_case_by_slot(false);
+    let client = synced_client(dir.path()).await;
+    let anchor = client.anchor(BlockRef::Number(0x1566aae)).await.unwrap();
+    assert_eq!((anchor.slot, anchor.number), (11658782, 0x1566aae));
+    assert_eq!(
+        anchor.beacon_root,
+        b256("0x6e2ab0816426801b78fcd5846b94fd5ad7ca24b21edf93b9bc8238ba0604817a")
+    );
+    // The hash path with the number as hint, and with a wrong hash.
+    assert_eq!(
+        client
+            .anchor_hash(anchor.hash, Some(0x1566aae))
+            .await
+            .unwrap(),
+        anchor
+    );
+    let err = client
+        .anchor_hash(B256::repeat_byte(1), Some(0x1566aae))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LightError::FieldMismatch {
+                check: "block_hash",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// A node serving a child block with a tampered aggregate: the block by number is refused
+/// with the signature check named.
+#[tokio::test]
+async fn tampered_child_is_refused_by_number() {
+    let dir = electra_case_by_slot(true);
+    let client = synced_client(dir.path()).await;
+    let err = client
+        .anchor(BlockRef::Number(0x1566aae))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LightError::Signature { .. }), "{err}");
+}
