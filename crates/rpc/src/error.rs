@@ -182,6 +182,12 @@ pub enum RpcError {
     /// The upstream's answer failed a check (code -32099).
     #[error(transparent)]
     Verification(#[from] Mismatch),
+    /// The call, run over proven state, reverted (code 3, the revert data in `data`).
+    #[error("execution reverted")]
+    Reverted(alloy_primitives::Bytes),
+    /// The call, run over proven state, halted (code -32000).
+    #[error("execution halted: {0}")]
+    Halted(String),
 }
 
 impl RpcError {
@@ -197,6 +203,8 @@ impl RpcError {
             RpcError::Upstream(_) => -32097,
             RpcError::Anchor(_) => -32098,
             RpcError::Verification(_) => -32099,
+            RpcError::Reverted(_) => 3,
+            RpcError::Halted(_) => -32000,
         }
     }
 
@@ -204,6 +212,7 @@ impl RpcError {
     pub fn outcome(&self) -> &'static str {
         match self {
             RpcError::Verification(_) => "refused",
+            RpcError::Reverted(_) | RpcError::Halted(_) => "verified",
             RpcError::Parse(_)
             | RpcError::InvalidRequest(_)
             | RpcError::MethodNotFound(_)
@@ -216,8 +225,13 @@ impl RpcError {
     /// The JSON-RPC `error` object.
     pub fn to_json(&self) -> Value {
         let mut error = json!({"code": self.code(), "message": self.to_string()});
-        if let RpcError::Verification(m) = self {
-            error["data"] = json!({"check": m.check.name(), "field": m.field, "detail": m.detail});
+        match self {
+            RpcError::Verification(m) => {
+                error["data"] =
+                    json!({"check": m.check.name(), "field": m.field, "detail": m.detail});
+            }
+            RpcError::Reverted(data) => error["data"] = json!(data),
+            _ => {}
         }
         error
     }

@@ -9,11 +9,13 @@
 //!
 //! Modules: `anchors` (the trust input), `upstream` (the untrusted client), `blocks` (headers
 //! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
-//! logs), `render` (standard JSON-RPC shapes from verified data), `verifier` (the methods),
+//! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
+//! proven state), `verifier` (the methods),
 //! `server` (HTTP, batches, metrics), `error`.
 
 mod anchors;
 mod blocks;
+mod call;
 mod error;
 mod params;
 mod receipts;

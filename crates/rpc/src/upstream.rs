@@ -14,7 +14,7 @@ use hyper_util::{
     rt::TokioExecutor,
 };
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::UpstreamError;
 
@@ -59,11 +59,18 @@ impl Upstream {
 
     /// Calls `method` and returns its `result` (which may be `null`).
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, UpstreamError> {
+        self.call_raw(method, &params.to_string()).await
+    }
+
+    /// Calls `method` with `params` given as JSON text (kept as written: object keys in the
+    /// order given) and returns its `result`.
+    pub async fn call_raw(&self, method: &str, params: &str) -> Result<Value, UpstreamError> {
         let what = format!("{method} {params}");
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let method = Value::from(method);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":{method},"params":{params}}}"#);
         let request = Request::post(self.execution.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
+            .body(Full::new(Bytes::from(body)))
             .map_err(|e| transport(&what, e))?;
         let (status, bytes) = self.exchange(&what, request).await?;
         let answer: Value = serde_json::from_slice(&bytes).map_err(|e| malformed(&what, e))?;

@@ -6,22 +6,24 @@
 //! Not here: HTTP, batches, metrics and the pass-through of unverified methods (`server`).
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, Mutex},
 };
 
 use alloy_consensus::Header;
 use alloy_consensus::TxReceipt;
-use alloy_primitives::{B256, keccak256};
+use alloy_primitives::{Address, B256, Bytes, keccak256};
 use alloy_rpc_types_eth::{
     BlockNumberOrTag, EIP1186AccountProofResponse, Filter, FilterBlockOption,
 };
+use alloy_trie::KECCAK_EMPTY;
 use serde_json::{Value, json};
 use sszgate_light::{Anchor, BlockRef};
 
 use crate::{
     AnchorSource,
     blocks::{self, VerifiedBlock},
+    call::{CallRequest, ProvenAccount, ProvenState, Run},
     error::{AnchorError, Check, RpcError, mismatch},
     params, receipts, render, state,
     upstream::Upstream,
@@ -44,6 +46,7 @@ pub const METHODS: &[&str] = &[
     "eth_getTransactionReceipt",
     "eth_getBlockReceipts",
     "eth_getLogs",
+    "eth_call",
 ];
 
 /// Bounds on what one request may cost.
@@ -66,6 +69,9 @@ impl Default for Limits {
         }
     }
 }
+
+/// The most runs of one `eth_call` (each after proving what the previous one missed).
+const MAX_CALL_ROUNDS: usize = 8;
 
 /// The most verified blocks kept for reuse.
 const CACHED_BLOCKS: usize = 32;
@@ -153,6 +159,7 @@ impl<A: AnchorSource> Verifier<A> {
                     .map(Value::Array)
             }
             "eth_getLogs" => self.logs(params).await,
+            "eth_call" => self.eth_call(params).await,
             other => Err(RpcError::Unverifiable(other.to_string())),
         }
     }
@@ -422,24 +429,217 @@ impl<A: AnchorSource> Verifier<A> {
         proof: &EIP1186AccountProofResponse,
         number: &str,
     ) -> Result<Value, RpcError> {
-        let code: alloy_primitives::Bytes = self
-            .upstream
-            .call_as("eth_getCode", json!([proof.address, number]))
-            .await?
-            .unwrap_or_default();
-        let hash = keccak256(&code);
-        if hash != proof.code_hash {
-            return mismatch(
+        let code = self
+            .code_by_hash(proof.address, proof.code_hash, number, None)
+            .await?;
+        Ok(json!(code))
+    }
+
+    /// Code hashing to `code_hash`: from `hint` when it does, else `eth_getCode` at the block,
+    /// else at `latest` (code is bound by its hash, not by where it was read).
+    async fn code_by_hash(
+        &self,
+        address: Address,
+        code_hash: B256,
+        number: &str,
+        hint: Option<&Bytes>,
+    ) -> Result<Bytes, RpcError> {
+        if code_hash == KECCAK_EMPTY {
+            return Ok(Bytes::new());
+        }
+        if let Some(code) = hint.filter(|c| keccak256(c) == code_hash) {
+            return Ok(code.clone());
+        }
+        let mut last = None;
+        for block in [number, "latest"] {
+            match self
+                .upstream
+                .call_as::<Bytes>("eth_getCode", json!([address, block]))
+                .await
+            {
+                Ok(code) => {
+                    let code = code.unwrap_or_default();
+                    if keccak256(&code) == code_hash {
+                        return Ok(code);
+                    }
+                    last = Some(Ok(code));
+                }
+                Err(e) => last = Some(Err(e)),
+            }
+        }
+        match last {
+            Some(Ok(code)) => mismatch(
                 Check::CodeHash,
                 "code",
                 format!(
-                    "{} bytes of code hash to {hash}, the proven code hash is {}",
+                    "{} bytes of code of {address} hash to {}, the proven code hash is {code_hash}",
                     code.len(),
-                    proof.code_hash
+                    keccak256(&code)
                 ),
-            );
+            ),
+            Some(Err(e)) => Err(e.into()),
+            None => Err(RpcError::Unprovable(format!("no code for {address}"))),
         }
-        Ok(json!(code))
+    }
+
+    /// `eth_call`: run in revm over state proven against the block's state root.
+    async fn eth_call(&self, p: &[Value]) -> Result<Value, RpcError> {
+        if params::opt(p, 2).is_some() {
+            return Err(RpcError::Unverifiable(
+                "eth_call with state overrides".into(),
+            ));
+        }
+        let call = CallRequest::parse(params::opt(p, 0))?;
+        let anchor = self.resolve(params::block_ref(p, 1)?).await?;
+        let header = self.header(&anchor).await?;
+        let number = hex(anchor.number);
+        let mut state = ProvenState::default();
+        state.provisional.extend([call.from, header.beneficiary]);
+        state.provisional.remove(&call.to);
+        let (mut wanted, codes) = self.prefetch(&call, &number).await;
+        wanted.retain(|a, _| !state.provisional.contains(a));
+        wanted.entry(call.to).or_default();
+        for (address, keys) in wanted {
+            self.prove_account(
+                &mut state,
+                address,
+                keys,
+                &header,
+                &number,
+                codes.get(&address),
+            )
+            .await?;
+        }
+        for _ in 0..MAX_CALL_ROUNDS {
+            let mut needs = match crate::call::run(&state, &header, self.chain_id, &call)? {
+                Run::Done(result) => return call_result(result),
+                Run::Needs(needs) => needs,
+            };
+            if let Some(why) = needs.unprovable {
+                return Err(RpcError::Unprovable(why));
+            }
+            for address in &needs.touched {
+                state.provisional.remove(address);
+                needs.slots.entry(*address).or_default();
+            }
+            for (address, keys) in needs.slots {
+                self.prove_account(
+                    &mut state,
+                    address,
+                    keys,
+                    &header,
+                    &number,
+                    codes.get(&address),
+                )
+                .await?;
+            }
+        }
+        Err(RpcError::Unprovable(format!(
+            "the call still reads unproven state after {MAX_CALL_ROUNDS} runs"
+        )))
+    }
+
+    /// Accounts and slots a call will likely read, and their code, from the upstream's
+    /// `eth_createAccessList` or, failing that, `debug_traceCall` with the prestate tracer.
+    /// Only hints: whatever is used is proven.
+    async fn prefetch(
+        &self,
+        call: &CallRequest,
+        number: &str,
+    ) -> (BTreeMap<Address, BTreeSet<B256>>, HashMap<Address, Bytes>) {
+        let mut wanted: BTreeMap<Address, BTreeSet<B256>> = BTreeMap::new();
+        let mut codes = HashMap::new();
+        let text = format!("[{},\"{number}\"]", call.to_json_text());
+        if let Ok(list) = self.upstream.call_raw("eth_createAccessList", &text).await {
+            if let Ok(list) = serde_json::from_value::<alloy_eips::eip2930::AccessList>(
+                list["accessList"].clone(),
+            ) {
+                for item in list.0 {
+                    wanted
+                        .entry(item.address)
+                        .or_default()
+                        .extend(item.storage_keys);
+                }
+                return (wanted, codes);
+            }
+        }
+        let text = format!(
+            "[{},\"{number}\",{{\"tracer\":\"prestateTracer\"}}]",
+            call.to_json_text()
+        );
+        if let Ok(Value::Object(prestate)) = self.upstream.call_raw("debug_traceCall", &text).await
+        {
+            for (address, account) in prestate {
+                let Ok(address) = address.parse::<Address>() else {
+                    continue;
+                };
+                let slots = wanted.entry(address).or_default();
+                if let Some(storage) = account.get("storage").and_then(Value::as_object) {
+                    slots.extend(storage.keys().filter_map(|k| k.parse::<B256>().ok()));
+                }
+                if let Some(code) = account
+                    .get("code")
+                    .and_then(|c| serde_json::from_value::<Bytes>(c.clone()).ok())
+                {
+                    codes.insert(address, code);
+                }
+            }
+        }
+        (wanted, codes)
+    }
+
+    /// Proves `address` with `keys` (those not proven yet) against the header's state root.
+    async fn prove_account(
+        &self,
+        state: &mut ProvenState,
+        address: Address,
+        keys: BTreeSet<B256>,
+        header: &Header,
+        number: &str,
+        code_hint: Option<&Bytes>,
+    ) -> Result<(), RpcError> {
+        let known = state.accounts.get(&address);
+        let keys: Vec<B256> = keys
+            .into_iter()
+            .filter(|k| known.is_none_or(|a| !a.storage.contains_key(k)))
+            .collect();
+        if known.is_some() && keys.is_empty() {
+            return Err(RpcError::Unprovable(format!(
+                "the call reads {address} again after it was proven"
+            )));
+        }
+        let proof: EIP1186AccountProofResponse = self
+            .upstream
+            .call_as("eth_getProof", json!([address, keys, number]))
+            .await?
+            .ok_or_else(|| {
+                RpcError::Unprovable(format!("the upstream has no proof for {address}"))
+            })?;
+        state::check_account_proof(&proof, header.state_root, address, &keys)?;
+        let code = match known {
+            Some(a) => a.info.code.clone(),
+            None => {
+                let code = self
+                    .code_by_hash(address, proof.code_hash, number, code_hint)
+                    .await?;
+                Some(revm::bytecode::Bytecode::new_raw(code))
+            }
+        };
+        let entry = state
+            .accounts
+            .entry(address)
+            .or_insert_with(|| ProvenAccount {
+                info: revm::state::AccountInfo::default(),
+                storage: HashMap::new(),
+            });
+        entry.info.balance = proof.balance;
+        entry.info.nonce = proof.nonce;
+        entry.info.code_hash = proof.code_hash;
+        entry.info.code = code;
+        for slot in &proof.storage_proof {
+            entry.storage.insert(slot.key.as_b256(), slot.value);
+        }
+        Ok(())
     }
 
     /// A block number of a log filter bound.
@@ -511,5 +711,15 @@ impl<A: AnchorSource> Verifier<A> {
             })?);
         }
         Ok(Value::Array(out))
+    }
+}
+
+/// The JSON-RPC answer of a call run over proven state.
+fn call_result(result: revm::context::result::ExecutionResult) -> Result<Value, RpcError> {
+    use revm::context::result::ExecutionResult;
+    match result {
+        ExecutionResult::Success { output, .. } => Ok(json!(output.into_data())),
+        ExecutionResult::Revert { output, .. } => Err(RpcError::Reverted(output)),
+        ExecutionResult::Halt { reason, .. } => Err(RpcError::Halted(format!("{reason:?}"))),
     }
 }
