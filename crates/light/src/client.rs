@@ -232,7 +232,7 @@ impl<A: BeaconApi> LightClient<A> {
     fn periods_to_fetch(&self, current_slot: u64) -> Option<(u64, u64, bool)> {
         let finalized = self.store.finalized_period();
         let current = self.store.spec.period(current_slot);
-        let next_known = self.store.next_sync_committee.is_some();
+        let next_known = self.store.next_sync_committee().is_some();
         if current > finalized + 1 || (current == finalized + 1 && !next_known) {
             Some((
                 finalized,

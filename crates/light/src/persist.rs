@@ -56,10 +56,10 @@ pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
         genesis_validators_root: store.spec.genesis_validators_root,
         finalized_header: const_hex::encode_prefixed(store.finalized_header.as_ssz_bytes()),
         current_sync_committee: const_hex::encode_prefixed(
-            store.current_sync_committee.as_ssz_bytes(),
+            store.current_sync_committee().as_ssz_bytes(),
         ),
         next_sync_committee: store
-            .next_sync_committee
+            .next_sync_committee()
             .as_ref()
             .map(|c| const_hex::encode_prefixed(c.as_ssz_bytes())),
         optimistic_header: const_hex::encode_prefixed(store.optimistic.header.as_ssz_bytes()),

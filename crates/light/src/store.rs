@@ -35,10 +35,10 @@ pub struct LightClientStore {
     pub spec: ChainSpec,
     /// The newest finalized header.
     pub finalized_header: LightClientHeader,
-    /// The committee of the finalized header's period.
-    pub current_sync_committee: SyncCommittee,
+    /// The committee of the finalized header's period (private: its keys are derived from it).
+    current_sync_committee: SyncCommittee,
     /// The committee of the period after it, once an update proved it.
-    pub next_sync_committee: Option<SyncCommittee>,
+    next_sync_committee: Option<SyncCommittee>,
     /// The newest header signed by more than the safety threshold (the specs' optimistic header).
     pub optimistic: TrustedHeader,
     /// The newest header signed by at least 2/3 of the committee.
@@ -173,6 +173,16 @@ impl LightClientStore {
             current_keys,
             next_keys,
         })
+    }
+
+    /// The committee of the finalized header's period.
+    pub fn current_sync_committee(&self) -> &SyncCommittee {
+        &self.current_sync_committee
+    }
+
+    /// The committee of the next period, once an update proved it.
+    pub fn next_sync_committee(&self) -> Option<&SyncCommittee> {
+        self.next_sync_committee.as_ref()
     }
 
     /// Period of the finalized header (the store's period).

@@ -181,8 +181,8 @@ async fn open_resumes_from_the_saved_store() {
     .await
     .unwrap();
     assert_eq!(
-        second.store().next_sync_committee,
-        first.store().next_sync_committee
+        second.store().next_sync_committee(),
+        first.store().next_sync_committee()
     );
     assert_eq!(
         second.store().finalized_header,

@@ -40,8 +40,11 @@ fn store_round_trip_resumes_without_resync() {
     save(&store, &path).unwrap();
     let loaded = load(&spec, &path).unwrap().expect("saved store");
     assert_eq!(loaded.finalized_header, store.finalized_header);
-    assert_eq!(loaded.current_sync_committee, store.current_sync_committee);
-    assert_eq!(loaded.next_sync_committee, store.next_sync_committee);
+    assert_eq!(
+        loaded.current_sync_committee(),
+        store.current_sync_committee()
+    );
+    assert_eq!(loaded.next_sync_committee(), store.next_sync_committee());
     assert_eq!(loaded.optimistic, store.optimistic);
     assert_eq!(loaded.safe, store.safe);
     // The period-1423 committee came back: the head block's signature verifies.

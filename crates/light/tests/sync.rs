@@ -69,7 +69,7 @@ fn each_case_bootstrap_then_its_updates() {
             assert!(outcome.applied, "{case}/{name}: not applied");
             applied += 1;
         }
-        assert!(store.next_sync_committee.is_some(), "{case}/{name}");
+        assert!(store.next_sync_committee().is_some(), "{case}/{name}");
         assert_eq!(
             spec.period(store.finalized_header.beacon.slot),
             start_period(&name) + list.len() as u64 - 1
@@ -123,7 +123,7 @@ fn long_chain_verifies_every_deneb_update_file() {
     )
     .unwrap();
     assert_eq!(
-        store.next_sync_committee.as_ref(),
+        store.next_sync_committee(),
         Some(&trusted.current_sync_committee)
     );
     let expected: B256 = "0xfc728271f234a95e04a101d2dc01717cd8e88edbc694f8a5377e396b08ff2591"
@@ -197,7 +197,7 @@ fn finality_and_optimistic_updates_from_recorded_updates() {
         assert!(outcome.applied, "{case}");
         assert_eq!(store.finalized_header, update.finalized_header);
         assert!(
-            store.next_sync_committee.is_none(),
+            store.next_sync_committee().is_none(),
             "a finality update brings no committee"
         );
         // The same finality update again is valid (its attested header is newer than the
