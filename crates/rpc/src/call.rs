@@ -324,3 +324,124 @@ pub(crate) fn run(
         Err(e) => Err(RpcError::Unprovable(format!("the call cannot be run: {e}"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::{address, keccak256};
+
+    const CONTRACT: Address = address!("0x00000000000000000000000000000000000c0de0");
+    const CALLER: Address = address!("0x00000000000000000000000000000000000ca11e");
+
+    /// A state with one contract running `code`, the caller provisional.
+    fn state_with(code: &[u8]) -> (ProvenState, Header, CallRequest) {
+        let code = Bytes::copy_from_slice(code);
+        let info = AccountInfo {
+            code_hash: keccak256(&code),
+            code: Some(Bytecode::new_raw(code)),
+            nonce: 1,
+            ..Default::default()
+        };
+        let mut state = ProvenState::default();
+        state.accounts.insert(
+            CONTRACT,
+            ProvenAccount {
+                info,
+                storage: HashMap::new(),
+            },
+        );
+        state.provisional.insert(CALLER);
+        let header = Header {
+            number: 1,
+            gas_limit: 30_000_000,
+            base_fee_per_gas: Some(7),
+            withdrawals_root: Some(B256::ZERO),
+            parent_beacon_block_root: Some(B256::ZERO),
+            excess_blob_gas: Some(0),
+            blob_gas_used: Some(0),
+            requests_hash: Some(B256::ZERO),
+            ..Default::default()
+        };
+        let call = CallRequest {
+            from: CALLER,
+            to: CONTRACT,
+            data: Bytes::new(),
+            value: U256::ZERO,
+            gas: None,
+        };
+        (state, header, call)
+    }
+
+    fn needs(code: &[u8]) -> Needs {
+        let (state, header, call) = state_with(code);
+        match run(&state, &header, 1, &call).unwrap() {
+            Run::Needs(needs) => needs,
+            Run::Done(done) => panic!("ran over unproven state: {done:?}"),
+        }
+    }
+
+    #[test]
+    fn returns_what_the_code_returns() {
+        // PUSH1 0x2a PUSH0 MSTORE PUSH1 32 PUSH0 RETURN
+        let (state, header, call) = state_with(&[0x60, 0x2a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
+        let Run::Done(ExecutionResult::Success { output, .. }) =
+            run(&state, &header, 1, &call).unwrap()
+        else {
+            panic!("the call did not succeed");
+        };
+        assert_eq!(
+            output.into_data(),
+            Bytes::from(B256::with_last_byte(0x2a).to_vec())
+        );
+    }
+
+    #[test]
+    fn reading_the_callers_balance_needs_its_proof() {
+        // CALLER BALANCE PUSH0 MSTORE PUSH1 32 PUSH0 RETURN
+        let needs = needs(&[0x33, 0x31, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
+        assert_eq!(needs.touched.into_iter().collect::<Vec<_>>(), vec![CALLER]);
+    }
+
+    #[test]
+    fn an_unproven_slot_is_asked_for() {
+        // PUSH1 5 SLOAD STOP
+        let needs = needs(&[0x60, 0x05, 0x54, 0x00]);
+        assert_eq!(
+            needs.slots[&CONTRACT].iter().copied().collect::<Vec<_>>(),
+            vec![B256::with_last_byte(5)]
+        );
+    }
+
+    #[test]
+    fn an_unproven_account_is_asked_for() {
+        // PUSH20 <addr> EXTCODEHASH STOP
+        let mut code = vec![0x73];
+        code.extend_from_slice(address!("0x1111111111111111111111111111111111111111").as_slice());
+        code.extend_from_slice(&[0x3f, 0x00]);
+        let needs = needs(&code);
+        assert!(
+            needs
+                .slots
+                .contains_key(&address!("0x1111111111111111111111111111111111111111")),
+            "{needs:?}"
+        );
+    }
+
+    #[test]
+    fn blockhash_and_blobbasefee_are_unprovable() {
+        // PUSH0 BLOCKHASH STOP
+        assert!(
+            needs(&[0x5f, 0x40, 0x00])
+                .unprovable
+                .unwrap()
+                .contains("BLOCKHASH")
+        );
+        // BLOBBASEFEE STOP
+        assert!(
+            needs(&[0x4a, 0x00])
+                .unprovable
+                .unwrap()
+                .contains("BLOBBASEFEE")
+        );
+    }
+}

@@ -550,18 +550,25 @@ impl<A: AnchorSource> Verifier<A> {
         let mut wanted: BTreeMap<Address, BTreeSet<B256>> = BTreeMap::new();
         let mut codes = HashMap::new();
         let text = format!("[{},\"{number}\"]", call.to_json_text());
-        if let Ok(list) = self.upstream.call_raw("eth_createAccessList", &text).await {
-            if let Ok(list) = serde_json::from_value::<alloy_eips::eip2930::AccessList>(
-                list["accessList"].clone(),
-            ) {
-                for item in list.0 {
-                    wanted
-                        .entry(item.address)
-                        .or_default()
-                        .extend(item.storage_keys);
-                }
-                return (wanted, codes);
+        let listed = self
+            .upstream
+            .call_raw("eth_createAccessList", &text)
+            .await
+            .ok()
+            .and_then(|answer| {
+                serde_json::from_value::<alloy_eips::eip2930::AccessList>(
+                    answer["accessList"].clone(),
+                )
+                .ok()
+            });
+        if let Some(list) = listed {
+            for item in list.0 {
+                wanted
+                    .entry(item.address)
+                    .or_default()
+                    .extend(item.storage_keys);
             }
+            return (wanted, codes);
         }
         let text = format!(
             "[{},\"{number}\",{{\"tracer\":\"prestateTracer\"}}]",

@@ -371,3 +371,85 @@ async fn a_transaction_placed_in_another_block() {
     let data = refused(case, answers, Some(anchors.tag(BlockRef::Latest, other))).await;
     assert_check(&data, "transaction_hash", "blockNumber");
 }
+
+const CALL_PROOF: &str = "eth_getProof_0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48___0x10d6a54a4754c8869d6886b5f5d7fbfa5b452223.json";
+const CALL_TRACE: &str = "debug_traceCall___to___0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48___data___0x70a08231000000000000000.json";
+const IMPLEMENTATION: &str = "0x43506849d7c04f9138d1a2050bbf3a0c054402dd";
+
+/// The USDC balance slot's value changed in the proof the call runs over.
+#[tokio::test]
+async fn a_changed_slot_under_a_call() {
+    let answers = mutated("eth_call1", CALL_PROOF, |r| {
+        r["storageProof"][2]["value"] = json!("0x11c04f6834033f");
+    });
+    assert_check(
+        &refused("eth_call1", answers, None).await,
+        "storage_proof",
+        "storageProof[2]",
+    );
+}
+
+/// The proxy's implementation slot points elsewhere in the proof.
+#[tokio::test]
+async fn a_changed_implementation_slot_under_a_call() {
+    let answers = mutated("eth_call1", CALL_PROOF, |r| {
+        r["storageProof"][1]["value"] = json!("0x95222290dd7278aa3ddd389cc1e1d165cc4bafe5");
+    });
+    assert_check(
+        &refused("eth_call1", answers, None).await,
+        "storage_proof",
+        "storageProof[1]",
+    );
+}
+
+/// The implementation's account proof with another code hash.
+#[tokio::test]
+async fn a_changed_code_hash_under_a_call() {
+    let file = "eth_getProof_0x43506849d7c04f9138d1a2050bbf3a0c054402dd____0x152b031.json";
+    let answers = mutated("eth_call1", file, |r| {
+        r["codeHash"] = json!(B256::with_last_byte(7))
+    });
+    assert_check(
+        &refused("eth_call1", answers, None).await,
+        "account_proof",
+        "accountProof",
+    );
+}
+
+/// The prefetch hint's code is a lie: it is not used (it does not hash to the proven code
+/// hash), the code is read with eth_getCode, and the answer is the true one.
+#[tokio::test]
+async fn a_lying_code_hint_is_not_used() {
+    let case = "eth_call1";
+    let answers = mutated(case, CALL_TRACE, |r| {
+        r[IMPLEMENTATION]["code"] = json!("0x6000")
+    });
+    let (replay, server) = common::start(case, answers, anchors_of(case).0).await;
+    let test = test_json(case);
+    let answer = call(&server, "eth_call", &test["params"]).await;
+    assert_eq!(answer["result"], test["expected_result"], "{answer}");
+    let served = replay.served();
+    assert!(
+        served
+            .iter()
+            .any(|f| f.starts_with(&format!("eth_getCode_{IMPLEMENTATION}_latest"))),
+        "{served:?}"
+    );
+}
+
+/// Both the hint and eth_getCode lie about the implementation's code.
+#[tokio::test]
+async fn lying_code_under_a_call() {
+    let case = "eth_call1";
+    let mut answers = mutated(case, CALL_TRACE, |r| {
+        r[IMPLEMENTATION]["code"] = json!("0x6000")
+    });
+    answers.extend(mutated(
+        case,
+        &format!("eth_getCode_{IMPLEMENTATION}_latest.json"),
+        |r| {
+            *r = json!("0x60006000");
+        },
+    ));
+    assert_check(&refused(case, answers, None).await, "code_hash", "code");
+}
