@@ -1,0 +1,119 @@
+//! Methods without a recorded case of their own, answered from other cases' recordings:
+//! `eth_getBlockReceipts` (every derived receipt field against what the real node said),
+//! `eth_getTransactionByBlockNumberAndIndex`, `eth_getCode`, tags.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{anchors_of, call, cases_dir, same, start, test_json};
+use serde_json::{Value, json};
+use sszgate_rpc::BlockRef;
+
+fn recorded(case: &str, file: &str) -> Value {
+    let text = std::fs::read_to_string(cases_dir().join(case).join(file)).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["result"].clone()
+}
+
+/// Every receipt of two recorded blocks (274 and 57 receipts; legacy, EIP-1559 and blob
+/// transactions), rendered from the verified receipts and transactions, equals the real node's
+/// answer field by field — the sender recovered, gas used and effective gas price derived,
+/// log positions counted — except `blobGasPrice`, which is not derived (the blob fee schedule
+/// is per chain and fork).
+#[tokio::test]
+async fn block_receipts_equal_the_nodes_receipts() {
+    for (case, number) in [
+        ("eth_getTransactionReceipt1", "0x152afdd"),
+        ("eth_getLogs1", "0x14d7970"),
+    ] {
+        let (_replay, server) = start(case, HashMap::new(), anchors_of(case).0).await;
+        let answer = call(&server, "eth_getBlockReceipts", &json!([number])).await;
+        let ours = answer["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{case}: {answer}"));
+        let node = recorded(case, &format!("eth_getBlockReceipts_{number}.json"));
+        let node = node.as_array().unwrap();
+        assert_eq!(ours.len(), node.len(), "{case}");
+        for (i, (mine, theirs)) in ours.iter().zip(node).enumerate() {
+            let mut theirs = theirs.clone();
+            theirs.as_object_mut().unwrap().remove("blobGasPrice");
+            let mine = mine.as_object().unwrap();
+            for (key, value) in theirs.as_object().unwrap() {
+                let m = mine.get(key).cloned().unwrap_or(Value::Null);
+                assert_eq!(&m, value, "{case} receipt {i} {key}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn transaction_by_block_number_and_index() {
+    let case = "eth_getBlockByNumber1";
+    let expected = test_json(case)["expected_result"].clone();
+    let (_replay, server) = start(case, HashMap::new(), anchors_of(case).0).await;
+    for index in [0usize, 6, 169] {
+        let answer = call(
+            &server,
+            "eth_getTransactionByBlockNumberAndIndex",
+            &json!(["0x152c764", format!("{index:#x}")]),
+        )
+        .await;
+        same(
+            &answer["result"],
+            &expected["transactions"][index],
+            "result",
+        )
+        .unwrap();
+    }
+    // The block is complete (its transactions rebuild the root): index 170 is proven absent.
+    let answer = call(
+        &server,
+        "eth_getTransactionByBlockNumberAndIndex",
+        &json!(["0x152c764", "0xaa"]),
+    )
+    .await;
+    assert_eq!(answer["result"], Value::Null, "{answer}");
+}
+
+/// The code of USDC's implementation: the account proven at the block (recorded without
+/// storage keys), the code read at `latest` (the recording has it there only) and accepted
+/// because it hashes to the proven code hash.
+#[tokio::test]
+async fn code_checked_by_its_proven_hash() {
+    let case = "eth_call1";
+    let address = "0x43506849d7c04f9138d1a2050bbf3a0c054402dd";
+    let (_replay, server) = start(case, HashMap::new(), anchors_of(case).0).await;
+    let answer = call(&server, "eth_getCode", &json!([address, "latest"])).await;
+    let code = recorded(case, &format!("eth_getCode_{address}_latest.json"));
+    assert_eq!(answer["result"], code, "{answer}");
+    assert!(code.as_str().unwrap().len() > 40_000);
+}
+
+/// `safe` and `finalized` name the blocks the anchor source says, and a block the source
+/// does not anchor (nor any block above it) is refused with an anchor error.
+#[tokio::test]
+async fn tags_and_unanchored_blocks() {
+    let case = "eth_getBalance1";
+    let (anchors, list) = anchors_of(case);
+    let newest = list.last().unwrap().number;
+    let anchors = anchors.tag(BlockRef::Finalized, newest);
+    let (_replay, server) = start(case, HashMap::new(), anchors).await;
+    let params = test_json(case)["params"].clone();
+    for tag in ["safe", "finalized"] {
+        let answer = call(&server, "eth_getBalance", &json!([params[0], tag])).await;
+        assert_eq!(
+            answer["result"],
+            test_json(case)["expected_result"],
+            "{tag}: {answer}"
+        );
+    }
+    let answer = call(
+        &server,
+        "eth_getBlockByNumber",
+        &json!([format!("{:#x}", newest + 1), false]),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32098, "{answer}");
+    let answer = call(&server, "eth_getBalance", &json!([params[0], "pending"])).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+}
