@@ -71,15 +71,28 @@ impl Config {
     }
 }
 
-/// Request counters: per method and outcome, and failed checks per method and check.
+/// Request counters: per method and outcome, failed checks per method and check, and the
+/// time spent answering per method.
 #[derive(Debug, Default)]
 pub struct Metrics {
     requests: Mutex<BTreeMap<(String, &'static str), u64>>,
     checks: Mutex<BTreeMap<(String, &'static str), u64>>,
+    seconds: Mutex<BTreeMap<String, (u64, f64)>>,
 }
 
 impl Metrics {
-    fn record(&self, method: &str, result: &Result<Value, RpcError>, passed_through: bool) {
+    fn record(
+        &self,
+        method: &str,
+        result: &Result<Value, RpcError>,
+        passed_through: bool,
+        elapsed: Duration,
+    ) {
+        if let Ok(mut m) = self.seconds.lock() {
+            let entry = m.entry(method.to_string()).or_default();
+            entry.0 += 1;
+            entry.1 += elapsed.as_secs_f64();
+        }
         let outcome = match result {
             Ok(_) if passed_through => "unverified",
             Ok(_) => "verified",
@@ -124,6 +137,14 @@ impl Metrics {
                 out += &format!(
                     "sszgate_rpc_checks_failed_total{{method=\"{method}\",check=\"{check}\"}} {n}\n"
                 );
+            }
+        }
+        out += "# HELP sszgate_rpc_request_seconds Time to answer (upstream requests and checks), by method.\n# TYPE sszgate_rpc_request_seconds summary\n";
+        if let Ok(m) = self.seconds.lock() {
+            for (method, (count, sum)) in m.iter() {
+                out += &format!("sszgate_rpc_request_seconds_sum{{method=\"{method}\"}} {sum}\n");
+                out +=
+                    &format!("sszgate_rpc_request_seconds_count{{method=\"{method}\"}} {count}\n");
             }
         }
         out
@@ -301,6 +322,7 @@ async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Opti
     let id = request.get("id").cloned();
     let result = match parse_call(&request) {
         Ok((method, params)) => {
+            let started = std::time::Instant::now();
             let mut result = shared.verifier.call(method, &params).await;
             let allowed = shared.config.allow_unverified.iter().any(|m| m == method);
             let passed = allowed && matches!(result, Err(RpcError::Unverifiable(_)));
@@ -318,7 +340,9 @@ async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Opti
             } else {
                 "other"
             };
-            shared.metrics.record(label, &result, passed);
+            shared
+                .metrics
+                .record(label, &result, passed, started.elapsed());
             result
         }
         Err(e) => Err(e),

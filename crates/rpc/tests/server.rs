@@ -231,6 +231,7 @@ async fn metrics_count_outcomes_and_failed_checks() {
         "sszgate_rpc_requests_total{method=\"eth_getBalance\",outcome=\"refused\"} 1",
         "sszgate_rpc_requests_total{method=\"other\",outcome=\"invalid\"} 1",
         "sszgate_rpc_checks_failed_total{method=\"eth_getBalance\",check=\"account_proof\"} 1",
+        "sszgate_rpc_request_seconds_count{method=\"eth_getBalance\"} 1",
     ] {
         assert!(text.contains(line), "{line} in\n{text}");
     }
