@@ -5,7 +5,7 @@
 //! Not here: any check of the upstream (the data arrives verified).
 
 use alloy_consensus::{ReceiptEnvelope, Transaction as _, transaction::SignerRecoverable};
-use alloy_primitives::{Address, B256, Log};
+use alloy_primitives::{Address, B256, Log, U256};
 use alloy_rpc_types_eth::{Block, BlockTransactions, Header, Transaction, TransactionReceipt};
 use serde_json::Value;
 
@@ -79,13 +79,26 @@ pub(crate) fn block(block: &VerifiedBlock, full: bool) -> Result<Value, RpcError
             hash: block.anchor.hash,
             inner: block.header.clone(),
             total_difficulty: None,
-            size: None,
+            size: Some(U256::from(rlp_size(block, all))),
         },
         uncles: Vec::new(),
         transactions,
         withdrawals: block.withdrawals.clone(),
     };
     to_json(&rendered)
+}
+
+/// The length of the block's RLP encoding (header, transactions, no ommers, withdrawals).
+fn rlp_size(block: &VerifiedBlock, txs: &[VerifiedTx]) -> usize {
+    let whole = alloy_consensus::Block {
+        header: block.header.clone(),
+        body: alloy_consensus::BlockBody {
+            transactions: txs.iter().map(|t| t.envelope.clone()).collect::<Vec<_>>(),
+            ommers: Vec::new(),
+            withdrawals: block.withdrawals.clone(),
+        },
+    };
+    alloy_rlp::Encodable::length(&whole)
 }
 
 /// Logs of receipt `i`, positioned in the block.

@@ -196,7 +196,7 @@ impl<A: AnchorSource> Verifier<A> {
 
     /// Follows parent hashes from an anchored block above `n` (block `n + 1`, else `latest`).
     async fn chain_back(&self, n: u64) -> Result<Anchor, RpcError> {
-        let top = match self.anchors.anchor(BlockRef::Number(n + 1)).await {
+        let top = match self.anchors.anchor(BlockRef::Number(n.saturating_add(1))).await {
             Ok(a) => a,
             Err(_) => self.anchors.anchor(BlockRef::Latest).await?,
         };

@@ -46,6 +46,46 @@ async fn block_receipts_equal_the_nodes_receipts() {
     }
 }
 
+/// Blocks rendered from verified beacon-block bodies equal the real node's
+/// `eth_getBlockBy*(…, false)` answers, `size` included; the node's post-merge
+/// `totalDifficulty` is not rendered.
+#[tokio::test]
+async fn blocks_equal_the_nodes_blocks() {
+    let hash1 = "0x6525df29f1dba877605ec653607b609ae21526d9a090673d2116fda4dd45b80b";
+    let hash2 = "0xa64032c44d6d8eff86fecb9cf1fc62147bc8bb7d2190f4ef5409697911540d35";
+    for (case, method, id, file) in [
+        (
+            "eth_getBlockByHash1",
+            "eth_getBlockByHash",
+            hash1,
+            format!("eth_getBlockByHash_{hash1}_false.json"),
+        ),
+        (
+            "eth_getTransactionByBlockHashAndIndex1",
+            "eth_getBlockByHash",
+            hash2,
+            format!("eth_getBlockByHash_{hash2}_false.json"),
+        ),
+        (
+            "eth_getLogs1",
+            "eth_getBlockByNumber",
+            "0x14d7970",
+            "eth_getBlockByNumber_0x14d7970_false.json".into(),
+        ),
+    ] {
+        let mut node = recorded(case, &file);
+        node.as_object_mut().unwrap().remove("totalDifficulty");
+        // Serve no EL block: the answer is built from the beacon block's body.
+        let absent = HashMap::from([(
+            file.clone(),
+            sszgate_fixtures::replay::Answer::Body(b"{}".to_vec()),
+        )]);
+        let (_replay, server) = start(case, absent, anchors_of(case).0).await;
+        let answer = call(&server, method, &json!([id, false])).await;
+        assert_eq!(answer["result"], node, "{case}");
+    }
+}
+
 #[tokio::test]
 async fn transaction_by_block_number_and_index() {
     let case = "eth_getBlockByNumber1";

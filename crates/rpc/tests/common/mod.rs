@@ -174,8 +174,9 @@ pub(crate) async fn call(server: &Server, method: &str, params: &Value) -> Value
 
 /// Keys the standard answer carries that colibri's rendering leaves out (colibri-proofs §11:
 /// no `requestsHash`; EIP-1186's `address`; a receipt's `contractAddress` when null; a blob
-/// transaction's `maxFeePerBlobGas`).
+/// transaction's `maxFeePerBlobGas`; a block's `size`).
 const STANDARD_ONLY: &[&str] = &[
+    "size",
     "requestsHash",
     "address",
     "contractAddress",
