@@ -9,6 +9,23 @@
 //! (the committee's signature), `store` (the sync protocol), `persist` (the store on disk),
 //! `anchor` (execution blocks from verified headers), `api` (the Beacon API), `client` (the
 //! facade that ties them together).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), sszgate_light::LightError> {
+//! use std::time::Duration;
+//! use sszgate_light::client::fetch_chain_spec;
+//! use sszgate_light::{BlockRef, HttpBeaconApi, LightClient};
+//!
+//! let api = HttpBeaconApi::new("http://127.0.0.1:5052", Duration::from_secs(10))?;
+//! let spec = fetch_chain_spec(&api).await?;
+//! let checkpoint = "0xb8758d4bd976e1b33e62937ed31a709dba0a855869641581bef3d2a48b527690".parse().unwrap();
+//! let mut client = LightClient::open(api, spec, "light-client.json".into(), checkpoint).await?;
+//! client.sync().await?;
+//! let anchor = client.anchor(BlockRef::Latest).await?;
+//! println!("block {} is {} ({:?})", anchor.number, anchor.hash, anchor.trust);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod anchor;
 pub mod api;
