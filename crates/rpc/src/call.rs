@@ -252,6 +252,8 @@ pub(crate) enum Run {
     Done(ExecutionResult),
     /// Stopped or tainted: prove these and run again.
     Needs(Needs),
+    /// Not a valid transaction (e.g. gas below the intrinsic cost).
+    Invalid(String),
 }
 
 /// Runs `call` on `header`'s state as far as `state` proves it.
@@ -321,6 +323,7 @@ pub(crate) fn run(
         Ok(done) if needs.is_empty() => Ok(Run::Done(done)),
         Ok(_) => Ok(Run::Needs(needs)),
         Err(revm::context::result::EVMError::Database(NotProven)) => Ok(Run::Needs(needs)),
+        Err(revm::context::result::EVMError::Transaction(e)) => Ok(Run::Invalid(e.to_string())),
         Err(e) => Err(RpcError::Unprovable(format!("the call cannot be run: {e}"))),
     }
 }

@@ -17,6 +17,7 @@ use alloy_rpc_types_eth::{
     BlockNumberOrTag, EIP1186AccountProofResponse, Filter, FilterBlockOption,
 };
 use alloy_trie::KECCAK_EMPTY;
+use revm::context::result::ExecutionResult;
 use serde_json::{Value, json};
 use sszgate_light::{Anchor, BlockRef};
 
@@ -47,6 +48,7 @@ pub const METHODS: &[&str] = &[
     "eth_getBlockReceipts",
     "eth_getLogs",
     "eth_call",
+    "eth_estimateGas",
 ];
 
 /// Bounds on what one request may cost.
@@ -160,6 +162,7 @@ impl<A: AnchorSource> Verifier<A> {
             }
             "eth_getLogs" => self.logs(params).await,
             "eth_call" => self.eth_call(params).await,
+            "eth_estimateGas" => self.estimate_gas(params).await,
             other => Err(RpcError::Unverifiable(other.to_string())),
         }
     }
@@ -196,7 +199,11 @@ impl<A: AnchorSource> Verifier<A> {
 
     /// Follows parent hashes from an anchored block above `n` (block `n + 1`, else `latest`).
     async fn chain_back(&self, n: u64) -> Result<Anchor, RpcError> {
-        let top = match self.anchors.anchor(BlockRef::Number(n.saturating_add(1))).await {
+        let top = match self
+            .anchors
+            .anchor(BlockRef::Number(n.saturating_add(1)))
+            .await
+        {
             Ok(a) => a,
             Err(_) => self.anchors.anchor(BlockRef::Latest).await?,
         };
@@ -484,10 +491,48 @@ impl<A: AnchorSource> Verifier<A> {
 
     /// `eth_call`: run in revm over state proven against the block's state root.
     async fn eth_call(&self, p: &[Value]) -> Result<Value, RpcError> {
+        let (call, mut run) = self.call_setup(p, "eth_call").await?;
+        call_result(self.run_proven(&mut run, &call).await?)
+    }
+
+    /// `eth_estimateGas`: the lowest gas limit with which the call, run over proven state,
+    /// succeeds (exact, by bisection; nodes answer an approximation of it).
+    async fn estimate_gas(&self, p: &[Value]) -> Result<Value, RpcError> {
+        let (mut call, mut run) = self.call_setup(p, "eth_estimateGas").await?;
+        let cap = call
+            .gas
+            .unwrap_or(run.header.gas_limit)
+            .min(run.header.gas_limit);
+        call.gas = Some(cap);
+        let used = match self.run_proven(&mut run, &call).await? {
+            ExecutionResult::Success { gas, .. } => gas.tx_gas_used(),
+            other => return call_result(other).map(|_| Value::Null),
+        };
+        // `lo` fails (or is below what was used), `hi` succeeds.
+        let (mut lo, mut hi) = (used.saturating_sub(1), cap);
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            call.gas = Some(mid);
+            match self.run_proven(&mut run, &call).await {
+                Ok(ExecutionResult::Success { .. }) => hi = mid,
+                Ok(_) | Err(RpcError::Halted(_)) => lo = mid,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(json!(hex(hi)))
+    }
+
+    /// The call of `eth_call`/`eth_estimateGas` params, and its block's state with what the
+    /// upstream hints it reads already proven.
+    async fn call_setup(
+        &self,
+        p: &[Value],
+        method: &str,
+    ) -> Result<(CallRequest, CallRun), RpcError> {
         if params::opt(p, 2).is_some() {
-            return Err(RpcError::Unverifiable(
-                "eth_call with state overrides".into(),
-            ));
+            return Err(RpcError::Unverifiable(format!(
+                "{method} with state overrides"
+            )));
         }
         let call = CallRequest::parse(params::opt(p, 0))?;
         let anchor = self.resolve(params::block_ref(p, 1)?).await?;
@@ -499,39 +544,39 @@ impl<A: AnchorSource> Verifier<A> {
         let (mut wanted, codes) = self.prefetch(&call, &number).await;
         wanted.retain(|a, _| !state.provisional.contains(a));
         wanted.entry(call.to).or_default();
+        let mut run = CallRun {
+            header,
+            number,
+            state,
+            codes,
+        };
         for (address, keys) in wanted {
-            self.prove_account(
-                &mut state,
-                address,
-                keys,
-                &header,
-                &number,
-                codes.get(&address),
-            )
-            .await?;
+            self.prove_account(&mut run, address, keys).await?;
         }
+        Ok((call, run))
+    }
+
+    /// Runs `call` until it finishes over proven state, proving what each run missed.
+    async fn run_proven(
+        &self,
+        run: &mut CallRun,
+        call: &CallRequest,
+    ) -> Result<ExecutionResult, RpcError> {
         for _ in 0..MAX_CALL_ROUNDS {
-            let mut needs = match crate::call::run(&state, &header, self.chain_id, &call)? {
-                Run::Done(result) => return call_result(result),
+            let mut needs = match crate::call::run(&run.state, &run.header, self.chain_id, call)? {
+                Run::Done(result) => return Ok(result),
+                Run::Invalid(why) => return Err(RpcError::Halted(why)),
                 Run::Needs(needs) => needs,
             };
             if let Some(why) = needs.unprovable {
                 return Err(RpcError::Unprovable(why));
             }
             for address in &needs.touched {
-                state.provisional.remove(address);
+                run.state.provisional.remove(address);
                 needs.slots.entry(*address).or_default();
             }
             for (address, keys) in needs.slots {
-                self.prove_account(
-                    &mut state,
-                    address,
-                    keys,
-                    &header,
-                    &number,
-                    codes.get(&address),
-                )
-                .await?;
+                self.prove_account(run, address, keys).await?;
             }
         }
         Err(RpcError::Unprovable(format!(
@@ -598,14 +643,11 @@ impl<A: AnchorSource> Verifier<A> {
     /// Proves `address` with `keys` (those not proven yet) against the header's state root.
     async fn prove_account(
         &self,
-        state: &mut ProvenState,
+        run: &mut CallRun,
         address: Address,
         keys: BTreeSet<B256>,
-        header: &Header,
-        number: &str,
-        code_hint: Option<&Bytes>,
     ) -> Result<(), RpcError> {
-        let known = state.accounts.get(&address);
+        let known = run.state.accounts.get(&address);
         let keys: Vec<B256> = keys
             .into_iter()
             .filter(|k| known.is_none_or(|a| !a.storage.contains_key(k)))
@@ -617,22 +659,24 @@ impl<A: AnchorSource> Verifier<A> {
         }
         let proof: EIP1186AccountProofResponse = self
             .upstream
-            .call_as("eth_getProof", json!([address, keys, number]))
+            .call_as("eth_getProof", json!([address, keys, run.number]))
             .await?
             .ok_or_else(|| {
                 RpcError::Unprovable(format!("the upstream has no proof for {address}"))
             })?;
-        state::check_account_proof(&proof, header.state_root, address, &keys)?;
+        state::check_account_proof(&proof, run.header.state_root, address, &keys)?;
         let code = match known {
             Some(a) => a.info.code.clone(),
             None => {
+                let hint = run.codes.get(&address);
                 let code = self
-                    .code_by_hash(address, proof.code_hash, number, code_hint)
+                    .code_by_hash(address, proof.code_hash, &run.number, hint)
                     .await?;
                 Some(revm::bytecode::Bytecode::new_raw(code))
             }
         };
-        let entry = state
+        let entry = run
+            .state
             .accounts
             .entry(address)
             .or_insert_with(|| ProvenAccount {
@@ -721,9 +765,17 @@ impl<A: AnchorSource> Verifier<A> {
     }
 }
 
+/// A call's block and the state proven for it so far.
+struct CallRun {
+    header: Header,
+    number: String,
+    state: ProvenState,
+    /// Code the upstream hinted at, used only when it hashes to a proven code hash.
+    codes: HashMap<Address, Bytes>,
+}
+
 /// The JSON-RPC answer of a call run over proven state.
-fn call_result(result: revm::context::result::ExecutionResult) -> Result<Value, RpcError> {
-    use revm::context::result::ExecutionResult;
+fn call_result(result: ExecutionResult) -> Result<Value, RpcError> {
     match result {
         ExecutionResult::Success { output, .. } => Ok(json!(output.into_data())),
         ExecutionResult::Revert { output, .. } => Err(RpcError::Reverted(output)),

@@ -157,3 +157,31 @@ async fn tags_and_unanchored_blocks() {
     let answer = call(&server, "eth_getBalance", &json!([params[0], "pending"])).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
 }
+
+/// `eth_estimateGas` on the recorded USDC call: the call succeeds with the estimate (and
+/// answers the recorded balance) and fails with one gas less.
+#[tokio::test]
+async fn estimated_gas_is_the_lowest_that_succeeds() {
+    let case = "eth_call1";
+    let test = test_json(case);
+    let (_replay, server) = start(case, HashMap::new(), anchors_of(case).0).await;
+    let answer = call(&server, "eth_estimateGas", &test["params"]).await;
+    let estimate = u64::from_str_radix(
+        &answer["result"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))[2..],
+        16,
+    )
+    .unwrap();
+    // A balanceOf through a proxy: more than the intrinsic cost, far less than a block.
+    assert!((24_000..100_000).contains(&estimate), "{estimate}");
+    let with_gas = |gas: u64| {
+        let mut object = test["params"][0].clone();
+        object["gas"] = json!(format!("{gas:#x}"));
+        json!([object, "latest"])
+    };
+    let enough = call(&server, "eth_call", &with_gas(estimate)).await;
+    assert_eq!(enough["result"], test["expected_result"], "{enough}");
+    let short = call(&server, "eth_call", &with_gas(estimate - 1)).await;
+    assert_eq!(short["error"]["code"], -32000, "{short}");
+}
