@@ -28,10 +28,31 @@ fn bootstrap_parts(spec: &ChainSpec) -> (Bootstrap, B256) {
 
 /// The Electra store at its bootstrap and the period's recorded update (which verifies).
 fn store_and_update() -> (LightClientStore, Update) {
+    store_and_update_of(CASE, UPDATE)
+}
+
+/// The same for a Deneb case (period 1392).
+fn deneb_store_and_update() -> (LightClientStore, Update) {
+    store_and_update_of(
+        "eth_getBlockByNumber1",
+        "eth_v1_beacon_light_client_updates_start_period_1392_count_1.ssz",
+    )
+}
+
+/// Both forks' store and update.
+fn both_forks() -> [(LightClientStore, Update); 2] {
+    [store_and_update(), deneb_store_and_update()]
+}
+
+fn store_and_update_of(case: &str, name: &str) -> (LightClientStore, Update) {
     let spec = ChainSpec::mainnet();
-    let (b, root) = bootstrap_parts(&spec);
-    let store = LightClientStore::bootstrap(spec.clone(), root, &b).unwrap();
-    let bytes = common::read(CASE, UPDATE);
+    let b = Bootstrap::from_ssz(
+        &spec,
+        &common::read_prefixed(case, "eth_v1_beacon_light_client_bootstrap_"),
+    )
+    .unwrap();
+    let store = LightClientStore::bootstrap(spec.clone(), b.header.beacon.root(), &b).unwrap();
+    let bytes = common::read(case, name);
     let update = Update::from_ssz(&spec, split_update_stream(&bytes, 1).unwrap()[0]).unwrap();
     store.validate_update(&update, NOW_SLOT).unwrap();
     (store, update)
@@ -90,42 +111,58 @@ fn empty_participation_is_refused() {
 
 #[test]
 fn flipped_branch_nodes_are_refused() {
-    let (store, update) = store_and_update();
-    let mut u = update.clone();
-    flip(&mut u.next_sync_committee_branch[2]);
+    for (store, update) in both_forks() {
+        let last = update.finality_branch.len() - 1;
+        let mut u = update.clone();
+        flip(&mut u.next_sync_committee_branch[2]);
+        assert!(matches!(
+            refused(&store, &u),
+            LightError::InvalidBranch {
+                check: "next_sync_committee_branch",
+                ..
+            }
+        ));
+        let mut u = update.clone();
+        flip(&mut u.finality_branch[last]);
+        assert!(matches!(
+            refused(&store, &u),
+            LightError::InvalidBranch {
+                check: "finality_branch",
+                ..
+            }
+        ));
+        let mut u = update.clone();
+        flip(&mut u.attested_header.execution_branch[0]);
+        assert!(matches!(
+            refused(&store, &u),
+            LightError::InvalidBranch {
+                check: "execution_branch",
+                field: "attested_header.execution",
+                ..
+            }
+        ));
+        let mut u = update;
+        flip(&mut u.finalized_header.execution_branch[3]);
+        assert!(matches!(
+            refused(&store, &u),
+            LightError::InvalidBranch {
+                check: "execution_branch",
+                field: "finalized_header.execution",
+                ..
+            }
+        ));
+    }
+}
+
+/// A Deneb-depth branch where the fork needs Electra's (one node short) is refused.
+#[test]
+fn branch_of_the_wrong_depth_is_refused() {
+    let (store, mut update) = store_and_update();
+    update.finality_branch.pop();
     assert!(matches!(
-        refused(&store, &u),
-        LightError::InvalidBranch {
-            check: "next_sync_committee_branch",
-            ..
-        }
-    ));
-    let mut u = update.clone();
-    flip(&mut u.finality_branch[6]);
-    assert!(matches!(
-        refused(&store, &u),
+        refused(&store, &update),
         LightError::InvalidBranch {
             check: "finality_branch",
-            ..
-        }
-    ));
-    let mut u = update.clone();
-    flip(&mut u.attested_header.execution_branch[0]);
-    assert!(matches!(
-        refused(&store, &u),
-        LightError::InvalidBranch {
-            check: "execution_branch",
-            field: "attested_header.execution",
-            ..
-        }
-    ));
-    let mut u = update;
-    flip(&mut u.finalized_header.execution_branch[3]);
-    assert!(matches!(
-        refused(&store, &u),
-        LightError::InvalidBranch {
-            check: "execution_branch",
-            field: "finalized_header.execution",
             ..
         }
     ));
