@@ -380,6 +380,7 @@ mod tests {
         match run(&state, &header, 1, &call).unwrap() {
             Run::Needs(needs) => needs,
             Run::Done(done) => panic!("ran over unproven state: {done:?}"),
+            Run::Invalid(why) => panic!("not run: {why}"),
         }
     }
 
@@ -428,6 +429,16 @@ mod tests {
                 .contains_key(&address!("0x1111111111111111111111111111111111111111")),
             "{needs:?}"
         );
+    }
+
+    #[test]
+    fn gas_below_the_intrinsic_cost_is_invalid() {
+        let (state, header, mut call) = state_with(&[0x00]);
+        call.gas = Some(20_999);
+        assert!(matches!(
+            run(&state, &header, 1, &call).unwrap(),
+            Run::Invalid(_)
+        ));
     }
 
     #[test]
