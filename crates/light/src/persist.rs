@@ -33,6 +33,11 @@ struct StoreFile {
     optimistic_participants: usize,
     safe_header: String,
     safe_participants: usize,
+    /// The safety threshold's inputs (absent in older files: the threshold restarts at 0).
+    #[serde(default)]
+    previous_max_active_participants: usize,
+    #[serde(default)]
+    current_max_active_participants: usize,
 }
 
 fn persist_error(path: &Path, detail: impl std::fmt::Display) -> LightError {
@@ -66,6 +71,8 @@ pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
         optimistic_participants: store.optimistic.participants,
         safe_header: const_hex::encode_prefixed(store.safe.header.as_ssz_bytes()),
         safe_participants: store.safe.participants,
+        previous_max_active_participants: store.previous_max_active_participants,
+        current_max_active_participants: store.current_max_active_participants,
     };
     let text = serde_json::to_vec_pretty(&file).map_err(|e| persist_error(path, e))?;
     let tmp = path.with_extension("tmp");
@@ -117,7 +124,7 @@ pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, L
         )?),
         None => None,
     };
-    let store = LightClientStore::from_parts(
+    let mut store = LightClientStore::from_parts(
         spec.clone(),
         from_hex::<LightClientHeader>(path, "finalized_header", &file.finalized_header)?,
         from_hex(path, "current_sync_committee", &file.current_sync_committee)?,
@@ -131,5 +138,7 @@ pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, L
             participants: file.safe_participants,
         },
     )?;
+    store.previous_max_active_participants = file.previous_max_active_participants;
+    store.current_max_active_participants = file.current_max_active_participants;
     Ok(Some(store))
 }

@@ -47,6 +47,11 @@ fn store_round_trip_resumes_without_resync() {
     assert_eq!(loaded.next_sync_committee(), store.next_sync_committee());
     assert_eq!(loaded.optimistic, store.optimistic);
     assert_eq!(loaded.safe, store.safe);
+    assert_eq!(loaded.safety_threshold(), store.safety_threshold());
+    assert!(
+        store.safety_threshold() > 200,
+        "the update's participation counted"
+    );
     // The period-1423 committee came back: the head block's signature verifies.
     let head = AnyBlock::from_ssz(&spec, &common::read(CASE, "eth_v2_beacon_blocks_head.ssz"))
         .unwrap()
