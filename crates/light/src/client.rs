@@ -1,33 +1,26 @@
 //! The light client facade: bootstrap from a checkpoint (or a saved store), sync the store to
 //! the current period, and anchor execution blocks by tag, number or hash.
 //!
-//! `Latest` is the newest signed block: the head's parent (signed by the head's sync
-//! aggregate) or the store's optimistic header, whichever is newer. `Safe` is the newest block
-//! signed by at least 2/3 of the committee (sync-committee supermajority, not Casper
-//! justification). `Finalized` is the store's finalized header. A block by number is found by
-//! slot arithmetic from the newest signed block and verified through its child's aggregate,
-//! or as a parent of a verified block when its committee is not in the store.
+//! The client is `Send + Sync` when its API is: the store sits behind a lock taken only for
+//! the (synchronous) checks, never across a request, so anchors are answered while a sync
+//! runs; syncs themselves run one at a time.
 //!
-//! What does not live here: the checks (see `store`, `anchor`), the transport (see `api`).
+//! What does not live here: resolving a block reference to an anchor (see `resolve`), the
+//! checks (see `store`, `anchor`), the transport (see `api`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use alloy_primitives::B256;
 
-use crate::anchor::{
-    VerifiedHeader, anchor_block, anchor_from_lc_header, trust_of, verify_parent,
-    verify_signed_by_child,
-};
+use crate::Anchor;
 use crate::api::BeaconApi;
-use crate::block::{AnyBlock, BlockSummary};
 use crate::error::LightError;
 use crate::persist;
 use crate::spec::ChainSpec;
-use crate::store::{LightClientStore, TrustedHeader};
+use crate::store::LightClientStore;
 use crate::types::{Bootstrap, Update, split_update_stream};
-use crate::{Anchor, BlockRef, Trust};
 
 /// Largest SSZ block read (mainnet blocks are well under 2 MiB; blobs are not in blocks).
 pub const MAX_BLOCK_BYTES: usize = 16 << 20;
@@ -44,7 +37,7 @@ pub const MAX_CHILD_SEARCH_SLOTS: u64 = 32;
 /// Parents walked back from a verified block to reach one whose committee is not stored.
 pub const MAX_PARENT_CHAIN: u64 = 64;
 /// Tries of the slot arithmetic that finds a block by number.
-const MAX_NUMBER_SEARCH_STEPS: usize = 16;
+pub const MAX_NUMBER_SEARCH_STEPS: usize = 16;
 /// Anchors remembered for lookups by number and hash.
 const ANCHOR_CACHE_SIZE: usize = 4096;
 
@@ -63,19 +56,49 @@ pub struct SyncReport {
     pub optimistic_slot: u64,
 }
 
+/// Where the store stands, for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LightStatus {
+    /// Slot of the finalized header.
+    pub finalized_slot: u64,
+    /// Slot of the newest supermajority-signed header in the store.
+    pub safe_slot: u64,
+    /// Slot of the optimistic header.
+    pub optimistic_slot: u64,
+    /// Period of the finalized header.
+    pub period: u64,
+    /// Whether the next period's committee is known.
+    pub next_committee_known: bool,
+    /// The wall clock's slot.
+    pub current_slot: u64,
+}
+
 /// The light client over a Beacon API.
 pub struct LightClient<A: BeaconApi> {
-    api: A,
-    store: LightClientStore,
+    pub(crate) api: A,
+    pub(crate) spec: ChainSpec,
+    store: RwLock<LightClientStore>,
+    /// Held for the whole of a sync, so that two syncs do not interleave their updates.
+    sync_lock: tokio::sync::Mutex<()>,
     store_path: Option<PathBuf>,
     clock: fn() -> u64,
-    anchors: Mutex<AnchorCache>,
+    pub(crate) anchors: Mutex<AnchorCache>,
 }
 
 /// Anchors by execution number (lookups by hash scan it: it is small).
 #[derive(Default)]
-struct AnchorCache {
-    by_number: HashMap<u64, Anchor>,
+pub(crate) struct AnchorCache {
+    pub(crate) by_number: HashMap<u64, Anchor>,
+}
+
+impl AnchorCache {
+    /// Remembers `anchor`, starting over when full (a simple bound).
+    pub(crate) fn insert(&mut self, anchor: Anchor) {
+        if self.by_number.len() >= ANCHOR_CACHE_SIZE {
+            self.by_number.clear();
+        }
+        self.by_number.insert(anchor.number, anchor);
+    }
 }
 
 /// Seconds since the Unix epoch by the system clock.
@@ -145,7 +168,9 @@ impl<A: BeaconApi> LightClient<A> {
     pub fn from_store(api: A, store: LightClientStore) -> Self {
         LightClient {
             api,
-            store,
+            spec: store.spec.clone(),
+            store: RwLock::new(store),
+            sync_lock: tokio::sync::Mutex::new(()),
             store_path: None,
             clock: system_clock,
             anchors: Mutex::new(AnchorCache::default()),
@@ -179,24 +204,48 @@ impl<A: BeaconApi> LightClient<A> {
         self
     }
 
-    /// The store.
-    pub fn store(&self) -> &LightClientStore {
-        &self.store
+    /// The store, read under its lock (keep `f` short: syncs wait for it).
+    pub fn with_store<R>(&self, f: impl FnOnce(&LightClientStore) -> R) -> R {
+        f(&self.read_store())
+    }
+
+    /// Where the store stands.
+    pub fn status(&self) -> LightStatus {
+        let current_slot = self.current_slot();
+        self.with_store(|s| LightStatus {
+            finalized_slot: s.finalized_header.beacon.slot,
+            safe_slot: s.safe.header.beacon.slot,
+            optimistic_slot: s.optimistic.header.beacon.slot,
+            period: s.finalized_period(),
+            next_committee_known: s.next_sync_committee().is_some(),
+            current_slot,
+        })
     }
 
     /// The chain.
     pub fn spec(&self) -> &ChainSpec {
-        &self.store.spec
+        &self.spec
     }
 
     /// The slot of the wall clock.
     pub fn current_slot(&self) -> u64 {
-        self.store.spec.slot_at((self.clock)())
+        self.spec.slot_at((self.clock)())
+    }
+
+    /// The store for reading. A panic while the lock was held cannot leave a half-applied
+    /// update (updates are validated before any field changes), so a poisoned lock is used.
+    pub(crate) fn read_store(&self) -> RwLockReadGuard<'_, LightClientStore> {
+        self.store.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_store(&self) -> RwLockWriteGuard<'_, LightClientStore> {
+        self.store.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Brings the store to the current period (updates by period), then applies the latest
     /// finality and optimistic updates, and saves the store if it has a path.
-    pub async fn sync(&mut self) -> Result<SyncReport, LightError> {
+    pub async fn sync(&self) -> Result<SyncReport, LightError> {
+        let _one_at_a_time = self.sync_lock.lock().await;
         let current_slot = self.current_slot();
         let mut updates_applied = 0;
         while let Some((start, count, required)) = self.periods_to_fetch(current_slot) {
@@ -214,15 +263,16 @@ impl<A: BeaconApi> LightClient<A> {
         }
         let finality_applied = self.apply_latest("finality_update", current_slot).await?;
         let optimistic_applied = self.apply_latest("optimistic_update", current_slot).await?;
+        let store = self.read_store();
         if let Some(path) = &self.store_path {
-            persist::save(&self.store, path)?;
+            persist::save(&store, path)?;
         }
         Ok(SyncReport {
             updates_applied,
             finality_applied,
             optimistic_applied,
-            finalized_slot: self.store.finalized_header.beacon.slot,
-            optimistic_slot: self.store.optimistic.header.beacon.slot,
+            finalized_slot: store.finalized_header.beacon.slot,
+            optimistic_slot: store.optimistic.header.beacon.slot,
         })
     }
 
@@ -230,9 +280,10 @@ impl<A: BeaconApi> LightClient<A> {
     /// sync. Required: without them signatures at `current_slot` cannot be verified; not
     /// required: the next committee, fetched ahead of the period's end.
     fn periods_to_fetch(&self, current_slot: u64) -> Option<(u64, u64, bool)> {
-        let finalized = self.store.finalized_period();
-        let current = self.store.spec.period(current_slot);
-        let next_known = self.store.next_sync_committee().is_some();
+        let store = self.read_store();
+        let finalized = store.finalized_period();
+        let current = self.spec.period(current_slot);
+        let next_known = store.next_sync_committee().is_some();
         if current > finalized + 1 || (current == finalized + 1 && !next_known) {
             Some((
                 finalized,
@@ -248,7 +299,7 @@ impl<A: BeaconApi> LightClient<A> {
 
     /// Fetches and applies `count` updates from `start`; returns how many were applied.
     async fn apply_updates(
-        &mut self,
+        &self,
         start: u64,
         count: u64,
         current_slot: u64,
@@ -256,10 +307,14 @@ impl<A: BeaconApi> LightClient<A> {
         let path =
             format!("/eth/v1/beacon/light_client/updates?start_period={start}&count={count}");
         let bytes = self.api.get_ssz(&path, MAX_UPDATES_BYTES).await?;
+        let updates = split_update_stream(&bytes, count as usize)?
+            .into_iter()
+            .map(|item| Update::from_ssz(&self.spec, item))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut store = self.write_store();
         let mut applied = 0;
-        for item in split_update_stream(&bytes, count as usize)? {
-            let update = Update::from_ssz(&self.store.spec, item)?;
-            match self.store.process_update(&update, current_slot) {
+        for update in &updates {
+            match store.process_update(update, current_slot) {
                 Ok(outcome) if outcome.applied => applied += 1,
                 Ok(_) | Err(LightError::Irrelevant { .. }) => {}
                 Err(e) => return Err(e),
@@ -270,7 +325,7 @@ impl<A: BeaconApi> LightClient<A> {
 
     /// Applies `light_client/{kind}` (finality or optimistic update); a node without one (404)
     /// or one the store already has is not an error.
-    async fn apply_latest(&mut self, kind: &str, current_slot: u64) -> Result<bool, LightError> {
+    async fn apply_latest(&self, kind: &str, current_slot: u64) -> Result<bool, LightError> {
         let path = format!("/eth/v1/beacon/light_client/{kind}");
         let bytes = match self.api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await {
             Ok(bytes) => bytes,
@@ -278,295 +333,15 @@ impl<A: BeaconApi> LightClient<A> {
             Err(e) => return Err(e),
         };
         let update = if kind == "finality_update" {
-            Update::from_finality_ssz(&self.store.spec, &bytes)?
+            Update::from_finality_ssz(&self.spec, &bytes)?
         } else {
-            Update::from_optimistic_ssz(&self.store.spec, &bytes)?
+            Update::from_optimistic_ssz(&self.spec, &bytes)?
         };
-        match self.store.process_update(&update, current_slot) {
+        let outcome = self.write_store().process_update(&update, current_slot);
+        match outcome {
             Ok(outcome) => Ok(outcome.applied || outcome.optimistic_advanced),
             Err(LightError::Irrelevant { .. }) => Ok(false),
             Err(e) => Err(e),
         }
-    }
-}
-
-/// The store's header as a verified header, `Finalized` when it is the finalized one.
-fn store_header(store: &LightClientStore, trusted: &TrustedHeader, trust: Trust) -> VerifiedHeader {
-    let trust = if trusted.header == store.finalized_header {
-        Trust::Finalized
-    } else {
-        trust
-    };
-    VerifiedHeader::from_lc_header(&trusted.header, trust)
-}
-
-impl<A: BeaconApi> LightClient<A> {
-    /// The execution block `block` refers to, proven from a verified beacon header.
-    pub async fn anchor(&self, block: BlockRef) -> Result<Anchor, LightError> {
-        let anchor = match block {
-            BlockRef::Finalized => {
-                anchor_from_lc_header(&self.store.finalized_header, Trust::Finalized)?
-            }
-            BlockRef::Safe => self.newest_signed(true).await?,
-            BlockRef::Latest => self.newest_signed(false).await?,
-            BlockRef::Number(number) => self.anchor_number(number).await?,
-            BlockRef::Hash(hash) => self.anchor_hash(hash, None).await?,
-        };
-        self.remember(anchor);
-        Ok(anchor)
-    }
-
-    /// The execution block with hash `hash`. The Beacon API cannot look a block up by its
-    /// execution hash: unless the block is already known, `number_hint` (e.g. the number the
-    /// execution node gives for the hash) is anchored and its hash compared.
-    pub async fn anchor_hash(
-        &self,
-        hash: B256,
-        number_hint: Option<u64>,
-    ) -> Result<Anchor, LightError> {
-        if let Some(anchor) = self.known_anchor(|a| a.hash == hash) {
-            return Ok(anchor);
-        }
-        let Some(number) = number_hint else {
-            return Err(LightError::NotConnected {
-                detail: format!(
-                    "block hash {hash} is not among the verified headers, and a beacon node cannot look up an execution hash: anchor its number and compare"
-                ),
-            });
-        };
-        let anchor = self.anchor_number(number).await?;
-        if anchor.hash != hash {
-            return Err(LightError::FieldMismatch {
-                check: "block_hash",
-                field: "execution block hash",
-                detail: format!(
-                    "block {number} is {} in the verified chain, not {hash}",
-                    anchor.hash
-                ),
-            });
-        }
-        self.remember(anchor);
-        Ok(anchor)
-    }
-
-    /// An anchor the store's headers or the cache already hold, matching `wanted`.
-    fn known_anchor(&self, wanted: impl Fn(&Anchor) -> bool) -> Option<Anchor> {
-        let store = &self.store;
-        let headers = [
-            (&store.finalized_header, Trust::Finalized),
-            (
-                &store.safe.header,
-                if store.safe.header == store.finalized_header {
-                    Trust::Finalized
-                } else {
-                    Trust::Supermajority
-                },
-            ),
-            (
-                &store.optimistic.header,
-                trust_of(store.optimistic.participants),
-            ),
-        ];
-        if let Some(anchor) = headers
-            .into_iter()
-            .filter_map(|(h, t)| anchor_from_lc_header(h, t).ok())
-            .find(&wanted)
-        {
-            return Some(anchor);
-        }
-        let cache = self.anchors.lock().ok()?;
-        cache.by_number.values().find(|a| wanted(a)).copied()
-    }
-
-    fn remember(&self, anchor: Anchor) {
-        if let Ok(mut cache) = self.anchors.lock() {
-            if cache.by_number.len() >= ANCHOR_CACHE_SIZE {
-                *cache = AnchorCache::default(); // simple bound: start over
-            }
-            cache.by_number.insert(anchor.number, anchor);
-        }
-    }
-
-    /// A block by its beacon id (`head`, a slot or a root); `Ok(None)` when there is none
-    /// (a missed slot).
-    async fn fetch_block(&self, id: &str) -> Result<Option<BlockSummary>, LightError> {
-        match self
-            .api
-            .get_ssz(&format!("/eth/v2/beacon/blocks/{id}"), MAX_BLOCK_BYTES)
-            .await
-        {
-            Ok(bytes) => Ok(Some(
-                AnyBlock::from_ssz(&self.store.spec, &bytes)?.summary(),
-            )),
-            Err(LightError::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The head's parent, verified by the head's sync aggregate, as (header, parent block).
-    async fn signed_head_parent(&self) -> Result<(VerifiedHeader, BlockSummary), LightError> {
-        let head = self
-            .fetch_block("head")
-            .await?
-            .ok_or_else(|| LightError::NotConnected {
-                detail: "the beacon node has no head block".into(),
-            })?;
-        let parent = self
-            .fetch_block(&head.header.parent_root.to_string())
-            .await?
-            .ok_or_else(|| LightError::NotConnected {
-                detail: format!(
-                    "the head's parent {} is not served",
-                    head.header.parent_root
-                ),
-            })?;
-        Ok((verify_signed_by_child(&self.store, &parent, &head)?, parent))
-    }
-
-    /// The newest signed block (with `supermajority`, the newest signed by 2/3): the head's
-    /// parent when the head's aggregate verifies and qualifies, else the store's header.
-    async fn newest_signed(&self, supermajority: bool) -> Result<Anchor, LightError> {
-        let stored = if supermajority {
-            store_header(&self.store, &self.store.safe, Trust::Supermajority)
-        } else {
-            store_header(
-                &self.store,
-                &self.store.optimistic,
-                trust_of(self.store.optimistic.participants),
-            )
-        };
-        let from_store = |s: &LightClientStore| {
-            let header = if supermajority {
-                &s.safe.header
-            } else {
-                &s.optimistic.header
-            };
-            anchor_from_lc_header(header, stored.trust)
-        };
-        match self.signed_head_parent().await {
-            Ok((verified, parent))
-                if verified.header.slot > stored.header.slot
-                    && (!supermajority || verified.trust == Trust::Supermajority) =>
-            {
-                anchor_block(&verified, &parent)
-            }
-            // The head cannot be verified (node lagging, committee not yet known): the store's
-            // own header is still a verified answer.
-            Ok(_) | Err(_) => from_store(&self.store),
-        }
-    }
-
-    /// The execution block `number`: found by slot arithmetic from the newest signed block,
-    /// verified by its child's aggregate or, when that committee is not stored, as a parent
-    /// of a verified block within [`MAX_PARENT_CHAIN`] slots.
-    async fn anchor_number(&self, number: u64) -> Result<Anchor, LightError> {
-        if let Some(anchor) = self.known_anchor(|a| a.number == number) {
-            return Ok(anchor);
-        }
-        let newest = self.newest_signed(false).await?;
-        if number > newest.number {
-            return Err(LightError::NotConnected {
-                detail: format!(
-                    "block {number} is newer than the newest signed block {}",
-                    newest.number
-                ),
-            });
-        }
-        let block = self.find_by_number(number, newest).await?;
-        match self.signed_by_child(&block).await {
-            Ok(verified) => anchor_block(&verified, &block),
-            Err(LightError::UnknownCommittee { period, known }) => self.chained_from(newest, &block).await.map_err(|e| LightError::NotConnected {
-                detail: format!("block {number} (slot {}) is signed by the committee of period {period}, which the store does not hold ({known}), and the parent chain failed: {e}", block.header.slot),
-            }),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The canonical beacon block whose payload is execution block `number` (not yet trusted:
-    /// the caller verifies it).
-    async fn find_by_number(
-        &self,
-        number: u64,
-        newest: Anchor,
-    ) -> Result<BlockSummary, LightError> {
-        // Each non-missed slot adds one execution block, so `gap` slots back holds a number
-        // at least `number`; step back by the excess until it matches.
-        let mut slot = newest.slot.saturating_sub(newest.number - number);
-        for _ in 0..MAX_NUMBER_SEARCH_STEPS {
-            match self.fetch_block(&slot.to_string()).await? {
-                None => slot = slot.saturating_sub(1),
-                Some(block) if block.execution_number == number => return Ok(block),
-                Some(block) if block.execution_number > number => {
-                    slot = slot.saturating_sub(block.execution_number - number)
-                }
-                Some(block) => {
-                    return Err(LightError::NotConnected {
-                        detail: format!(
-                            "slot {slot} holds block {} below {number}: the node's chain does not match the signed head",
-                            block.execution_number
-                        ),
-                    });
-                }
-            }
-        }
-        Err(LightError::NotConnected {
-            detail: format!("block {number} not found within {MAX_NUMBER_SEARCH_STEPS} lookups"),
-        })
-    }
-
-    /// Verifies `block` through the first block after it (missed slots skipped).
-    async fn signed_by_child(&self, block: &BlockSummary) -> Result<VerifiedHeader, LightError> {
-        for slot in block.header.slot + 1..=block.header.slot + MAX_CHILD_SEARCH_SLOTS {
-            if let Some(child) = self.fetch_block(&slot.to_string()).await? {
-                return verify_signed_by_child(&self.store, block, &child);
-            }
-        }
-        Err(LightError::NotConnected {
-            detail: format!(
-                "no block within {MAX_CHILD_SEARCH_SLOTS} slots after slot {}",
-                block.header.slot
-            ),
-        })
-    }
-
-    /// Verifies `block` by walking parent roots back from the verified block `from`.
-    async fn chained_from(&self, from: Anchor, block: &BlockSummary) -> Result<Anchor, LightError> {
-        if from.slot.saturating_sub(block.header.slot) > MAX_PARENT_CHAIN {
-            return Err(LightError::NotConnected {
-                detail: format!(
-                    "{} slots back, over the {MAX_PARENT_CHAIN}-slot parent-chain bound",
-                    from.slot - block.header.slot
-                ),
-            });
-        }
-        let mut current = self
-            .fetch_block(&from.beacon_root.to_string())
-            .await?
-            .ok_or_else(|| LightError::NotConnected {
-                detail: format!("verified block {} not served", from.beacon_root),
-            })?;
-        let mut verified = VerifiedHeader {
-            header: current.header,
-            root: current.root,
-            trust: from.trust,
-        };
-        if verified.root != from.beacon_root {
-            return Err(LightError::RootMismatch {
-                check: "block_root",
-                field: "block root",
-                got: verified.root,
-                expected: from.beacon_root,
-            });
-        }
-        while verified.header.slot > block.header.slot {
-            current = self
-                .fetch_block(&verified.header.parent_root.to_string())
-                .await?
-                .ok_or_else(|| LightError::NotConnected {
-                    detail: format!("parent {} not served", verified.header.parent_root),
-                })?;
-            verified = verify_parent(&verified, &current)?;
-        }
-        anchor_block(&verified, block)
     }
 }

@@ -35,6 +35,7 @@ pub mod client;
 pub mod error;
 pub mod merkle;
 pub mod persist;
+pub mod resolve;
 pub mod spec;
 pub mod store;
 pub mod types;

@@ -34,7 +34,7 @@ async fn eth_block_number_electra_through_the_facade() {
         checkpoint,
         b256("0xb8758d4bd976e1b33e62937ed31a709dba0a855869641581bef3d2a48b527690")
     );
-    let mut client = LightClient::bootstrap(api(case), ChainSpec::mainnet(), checkpoint)
+    let client = LightClient::bootstrap(api(case), ChainSpec::mainnet(), checkpoint)
         .await
         .unwrap()
         .with_clock(|| at_slot(11658783));
@@ -57,7 +57,7 @@ async fn eth_block_number_electra_through_the_facade() {
     );
     let finalized = client.anchor(BlockRef::Finalized).await.unwrap();
     assert_eq!(finalized.trust, Trust::Finalized);
-    assert_eq!(finalized.slot, client.store().finalized_header.beacon.slot);
+    assert_eq!(finalized.slot, client.status().finalized_slot);
     assert!(finalized.number < latest.number);
     // A newer block than the signed head cannot be connected, and says so.
     let err = client
@@ -88,13 +88,13 @@ async fn forty_six_periods_in_one_sync() {
     .header
     .beacon
     .root();
-    let mut client = LightClient::bootstrap(api(case), spec.clone(), checkpoint)
+    let client = LightClient::bootstrap(api(case), spec.clone(), checkpoint)
         .await
         .unwrap()
         .with_clock(|| at_slot(11412812));
     let report = client.sync().await.unwrap();
     assert_eq!(report.updates_applied, 46);
-    assert_eq!(client.store().finalized_period(), 1392);
+    assert_eq!(client.status().period, 1392);
     let latest = client.anchor(BlockRef::Latest).await.unwrap();
     assert_eq!((latest.slot, latest.number), (11412811, 22196223));
     assert_eq!(
@@ -113,7 +113,9 @@ async fn forty_six_periods_in_one_sync() {
     )
     .unwrap()
     .summary();
-    let err = verify_signed_by_child(client.store(), &old, &old_child).unwrap_err();
+    let err = client
+        .with_store(|s| verify_signed_by_child(s, &old, &old_child))
+        .unwrap_err();
     assert!(
         matches!(err, LightError::UnknownCommittee { period: 1347, .. }),
         "{err}"
@@ -128,7 +130,7 @@ async fn forty_six_periods_in_one_sync() {
 async fn trusted_block_case_bootstraps_from_its_trusted_root() {
     let case = "trusted_block1";
     let trusted = b256("0xfc728271f234a95e04a101d2dc01717cd8e88edbc694f8a5377e396b08ff2591");
-    let mut client = LightClient::bootstrap(api(case), ChainSpec::mainnet(), trusted)
+    let client = LightClient::bootstrap(api(case), ChainSpec::mainnet(), trusted)
         .await
         .unwrap()
         .with_clock(|| at_slot(11526675));
@@ -165,7 +167,7 @@ async fn open_resumes_from_the_saved_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("light.json");
     let checkpoint = fetch_finalized_checkpoint(&api(case)).await.unwrap();
-    let mut first = LightClient::open(api(case), ChainSpec::mainnet(), path.clone(), checkpoint)
+    let first = LightClient::open(api(case), ChainSpec::mainnet(), path.clone(), checkpoint)
         .await
         .unwrap()
         .with_clock(|| at_slot(11658783));
@@ -179,15 +181,13 @@ async fn open_resumes_from_the_saved_store() {
         B256::ZERO,
     )
     .await
-    .unwrap();
+    .unwrap()
+    .with_clock(|| at_slot(11658783));
     assert_eq!(
-        second.store().next_sync_committee(),
-        first.store().next_sync_committee()
+        second.with_store(|s| s.next_sync_committee().cloned()),
+        first.with_store(|s| s.next_sync_committee().cloned())
     );
-    assert_eq!(
-        second.store().finalized_header,
-        first.store().finalized_header
-    );
+    assert_eq!(second.status(), first.status());
 }
 
 /// The chain's parameters from the node's config: a mainnet node reproduces the built-in
@@ -280,7 +280,7 @@ fn electra_case_by_slot(tamper_child: bool) -> tempfile::TempDir {
 async fn synced_client(dir: &std::path::Path) -> LightClient<RecordedBeaconApi> {
     let api = RecordedBeaconApi::new(dir);
     let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
-    let mut client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
+    let client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
         .await
         .unwrap()
         .with_clock(|| at_slot(11658783));
@@ -334,4 +334,29 @@ async fn tampered_child_is_refused_by_number() {
         .await
         .unwrap_err();
     assert!(matches!(err, LightError::Signature { .. }), "{err}");
+}
+
+/// The client can be shared between tasks: it is `Send + Sync`, and so are its futures.
+#[test]
+fn client_and_its_futures_are_send_and_sync() {
+    fn shareable<T: Send + Sync>(_: &T) {}
+    fn sendable<T: Send>(_: T) {}
+    let api =
+        sszgate_light::HttpBeaconApi::new("http://127.0.0.1:1", std::time::Duration::from_secs(1))
+            .unwrap();
+    let spec = ChainSpec::mainnet();
+    let b = sszgate_light::types::Bootstrap::from_ssz(
+        &spec,
+        &common::read_prefixed(
+            "eth_blockNumber_electra",
+            "eth_v1_beacon_light_client_bootstrap_",
+        ),
+    )
+    .unwrap();
+    let store = sszgate_light::store::LightClientStore::bootstrap(spec, b.header.beacon.root(), &b)
+        .unwrap();
+    let client = LightClient::from_store(api, store);
+    shareable(&client);
+    sendable(client.anchor(BlockRef::Latest));
+    sendable(client.sync());
 }

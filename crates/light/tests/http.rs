@@ -70,7 +70,7 @@ async fn facade_over_http_anchors_the_recorded_block_number() {
     let url = serve(common::data_dir().join("eth_blockNumber_electra")).await;
     let api = HttpBeaconApi::new(&url, Duration::from_secs(30)).unwrap();
     let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
-    let mut client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
+    let client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
         .await
         .unwrap()
         .with_clock(|| 1606824023 + 11658783 * 12);
