@@ -264,19 +264,39 @@ impl<A: AnchorSource> Verifier<A> {
         }
     }
 
-    /// The header of `anchor`: from a block already verified, the beacon block, or the EL.
+    /// The header of `anchor`: from a block already verified, the beacon block, or else the
+    /// EL's `eth_getBlockByNumber(n, false)` (a header is all state methods need).
     async fn header(&self, anchor: &Anchor) -> Result<Header, RpcError> {
         if let Some(b) = self.cached(&anchor.hash) {
             return Ok(b.header.clone());
         }
-        if self.upstream.has_beacon() && !anchor.beacon_root.is_zero() {
-            return Ok(self.block(*anchor).await?.header.clone());
+        let beacon_error = match self.beacon_block(anchor).await {
+            Ok(Some(b)) => return Ok(b.header.clone()),
+            Ok(None) => None,
+            Err(RpcError::Upstream(e)) => Some(e),
+            Err(e) => return Err(e),
+        };
+        match self.el_header(anchor, Check::BlockHash).await {
+            // Both failed: the preferred source's failure is the one reported.
+            Err(RpcError::Upstream(e)) => Err(beacon_error.unwrap_or(e).into()),
+            other => other,
         }
-        self.el_header(anchor, Check::BlockHash).await
     }
 
     fn cached(&self, hash: &B256) -> Option<Arc<VerifiedBlock>> {
         self.cache.lock().ok()?.get(hash).cloned()
+    }
+
+    /// The block of `anchor` from its beacon block's execution payload; `None` without a
+    /// Beacon API or a beacon root.
+    async fn beacon_block(&self, anchor: &Anchor) -> Result<Option<Arc<VerifiedBlock>>, RpcError> {
+        if !self.upstream.has_beacon() || anchor.beacon_root.is_zero() {
+            return Ok(None);
+        }
+        let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
+        let bytes = self.upstream.beacon_ssz(&path).await?;
+        let block = blocks::from_beacon_ssz(&bytes, anchor)?;
+        Ok(Some(self.keep(block)))
     }
 
     /// The block of `anchor` with its transactions: from the beacon block's execution payload
@@ -286,18 +306,13 @@ impl<A: AnchorSource> Verifier<A> {
         if let Some(b) = self.cached(&anchor.hash) {
             return Ok(b);
         }
-        let mut beacon_error = None;
-        if self.upstream.has_beacon() && !anchor.beacon_root.is_zero() {
-            let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
-            match self.upstream.beacon_ssz(&path).await {
-                Ok(bytes) => {
-                    let block = blocks::from_beacon_ssz(&bytes, &anchor)?;
-                    return Ok(self.keep(block));
-                }
-                // No beacon answer: the EL may still have the block.
-                Err(e) => beacon_error = Some(e),
-            }
-        }
+        let beacon_error = match self.beacon_block(&anchor).await {
+            Ok(Some(block)) => return Ok(block),
+            Ok(None) => None,
+            // No beacon answer: the EL may still have the block.
+            Err(RpcError::Upstream(e)) => Some(e),
+            Err(e) => return Err(e),
+        };
         let what = format!("eth_getBlockByHash {}", anchor.hash);
         let answer = match self
             .upstream
