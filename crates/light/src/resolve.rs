@@ -238,7 +238,8 @@ impl<A: BeaconApi> LightClient<A> {
 
     /// Verifies `block` through the first block after it (missed slots skipped).
     async fn signed_by_child(&self, block: &BlockSummary) -> Result<VerifiedHeader, LightError> {
-        for slot in block.header.slot + 1..=block.header.slot + MAX_CHILD_SEARCH_SLOTS {
+        let first = block.header.slot.saturating_add(1);
+        for slot in first..=block.header.slot.saturating_add(MAX_CHILD_SEARCH_SLOTS) {
             if let Some(child) = self.fetch_block(&slot.to_string()).await? {
                 return verify_signed_by_child(&self.read_store(), block, &child);
             }
