@@ -185,3 +185,47 @@ async fn estimated_gas_is_the_lowest_that_succeeds() {
     let short = call(&server, "eth_call", &with_gas(estimate - 1)).await;
     assert_eq!(short["error"]["code"], -32000, "{short}");
 }
+
+/// Without a Beacon API the header comes from the EL's `eth_getBlockByNumber(n, false)`:
+/// the balance at block 0x14d0303, anchored in the recorded beacon block of slot 11038724
+/// (read by slot, so without a beacon root), proven against that header's state root.
+#[tokio::test]
+async fn state_over_an_execution_header() {
+    let case = "eth_getBalance1";
+    let bytes = std::fs::read(
+        cases_dir()
+            .join(case)
+            .join("eth_v2_beacon_blocks_11038724.ssz"),
+    )
+    .unwrap();
+    let (slot, _, number, hash) = common::beacon_block_facts(&bytes);
+    assert_eq!(number, 0x14d0303);
+    let anchor = sszgate_rpc::Anchor {
+        slot,
+        beacon_root: alloy_primitives::B256::ZERO,
+        number,
+        hash,
+        trust: sszgate_rpc::Trust::Finalized,
+    };
+    let replay = sszgate_fixtures::replay::Replay::start(&cases_dir().join(case))
+        .await
+        .unwrap();
+    let config = sszgate_rpc::Config::new(&replay.url(), 1);
+    let server = sszgate_rpc::serve(config, sszgate_rpc::FixedAnchors::new().with(anchor))
+        .await
+        .unwrap();
+    let address = test_json(case)["params"][0].clone();
+    let answer = call(&server, "eth_getBalance", &json!([address, "0x14d0303"])).await;
+    let proof = recorded(
+        case,
+        "eth_getProof_0x95222290DD7278Aa3Ddd389Cc1E1d165CC4BAfe5____0x14d0303.json",
+    );
+    assert_eq!(answer["result"], proof["balance"], "{answer}");
+    assert_eq!(answer["result"], "0xc3a7420668808f84");
+    assert!(
+        replay
+            .served()
+            .iter()
+            .any(|f| f == "eth_getBlockByNumber_0x14d0303_false.json")
+    );
+}
