@@ -78,6 +78,14 @@ fn each_case_bootstrap_then_its_updates() {
     assert!(applied >= 20, "only {applied} updates applied");
 }
 
+/// colibri's stored keys of `period` in compressed form (512 × 48 bytes), from any case.
+fn colibri_compressed_keys(period: u64) -> Option<Vec<u8>> {
+    common::files_matching(&format!("sync_1_{period}"))
+        .into_iter()
+        .map(|(_, _, bytes)| bytes)
+        .find(|bytes| bytes.len() == 512 * 48)
+}
+
 /// The long chain: eth_getBalance1's bootstrap (period 1347) and its 46 updates, then
 /// trusted_block1's 14 (periods 1393 to 1406): every step verifies, and every other recorded
 /// update file in that span verifies against the store when the store is at its period. The
@@ -98,8 +106,22 @@ fn long_chain_verifies_every_deneb_update_file() {
     ))
     .collect();
     let mut side_checked = 0;
+    let mut colibri_checked = std::collections::BTreeSet::new();
     for update in &chain {
         let period = store.finalized_period();
+        if let Some(keys) = colibri_compressed_keys(period) {
+            let ours: Vec<u8> = store
+                .current_sync_committee()
+                .pubkeys
+                .iter()
+                .flat_map(|k| k.0)
+                .collect();
+            assert_eq!(
+                ours, keys,
+                "period {period}: our committee and colibri's stored keys"
+            );
+            colibri_checked.insert(period);
+        }
         for (case, name, list) in &files {
             if start_period(name) == period && list.len() == 1 {
                 store
@@ -116,6 +138,12 @@ fn long_chain_verifies_every_deneb_update_file() {
     // One-update files at periods 1358, 1372 (x6), 1374 (x2), 1378, 1392 (x7), 1394 (x2),
     // 1401 (x3) and 1402.
     assert_eq!(side_checked, 23);
+    // colibri's own stored committees (compressed `sync_1_<period>` files) for the periods the
+    // chain passes through equal the committees this store proved.
+    assert_eq!(
+        colibri_checked.into_iter().collect::<Vec<_>>(),
+        [1359, 1373, 1375, 1402, 1403]
+    );
     let spec = ChainSpec::mainnet();
     let trusted = Bootstrap::from_ssz(
         &spec,
@@ -208,4 +236,23 @@ fn finality_and_optimistic_updates_from_recorded_updates() {
             "{case}"
         );
     }
+}
+
+/// Every recorded bootstrap (16: eth_getLogs1 has none, eth_getTransactionByHash_electra a
+/// recorded 404) verifies against its header root, the trusted root a user would give.
+#[test]
+fn every_recorded_bootstrap_verifies() {
+    let spec = ChainSpec::mainnet();
+    let mut verified = 0;
+    for (case, name, bytes) in common::files_matching("eth_v1_beacon_light_client_bootstrap_") {
+        if bytes.starts_with(b"{") {
+            continue;
+        }
+        let b = Bootstrap::from_ssz(&spec, &bytes).unwrap();
+        let store = LightClientStore::bootstrap(spec.clone(), b.header.beacon.root(), &b)
+            .unwrap_or_else(|e| panic!("{case}/{name}: {e}"));
+        assert_eq!(store.finalized_period(), spec.period(b.header.beacon.slot));
+        verified += 1;
+    }
+    assert_eq!(verified, 16);
 }
