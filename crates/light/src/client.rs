@@ -232,8 +232,8 @@ impl<A: BeaconApi> LightClient<A> {
         self.spec.slot_at((self.clock)())
     }
 
-    /// The store for reading. A panic while the lock was held cannot leave a half-applied
-    /// update (updates are validated before any field changes), so a poisoned lock is used.
+    /// The store for reading. The store's steps that can fail run before it changes, so a
+    /// lock poisoned by a panic still guards a consistent store and is used.
     pub(crate) fn read_store(&self) -> RwLockReadGuard<'_, LightClientStore> {
         self.store.read().unwrap_or_else(|e| e.into_inner())
     }

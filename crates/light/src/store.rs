@@ -426,51 +426,67 @@ impl LightClientStore {
     fn apply_update(&mut self, update: &Update) -> Result<(), LightError> {
         let store_period = self.finalized_period();
         let update_finalized_period = self.spec.period(update.finalized_header.beacon.slot);
-        if self.next_sync_committee.is_none() {
-            if update_finalized_period != store_period {
-                return Err(LightError::SlotOrder {
-                    detail: format!(
-                        "finalized period {update_finalized_period} with store period {store_period} and no next committee known"
-                    ),
-                });
-            }
-            self.set_next_committee(update, store_period + 1)?;
-        } else if update_finalized_period == store_period + 1 {
-            // The period rolls over: next becomes current, the update brings the one after.
-            if let (Some(next), Some(keys)) =
+        let next_known = self.next_sync_committee.is_some();
+        if !next_known && update_finalized_period != store_period {
+            return Err(LightError::SlotOrder {
+                detail: format!(
+                    "finalized period {update_finalized_period} with store period {store_period} and no next committee known"
+                ),
+            });
+        }
+        let rotates = next_known && update_finalized_period == store_period + 1;
+        // The new next committee's keys are decompressed before anything changes, so that a
+        // failure leaves the store as it was.
+        let new_next = match (next_known, rotates) {
+            (false, _) => Some(next_committee_of(update, store_period + 1)?),
+            (true, true) => Some(next_committee_of(update, store_period + 2)?),
+            (true, false) => None,
+        };
+        if rotates
+            && let (Some(next), Some(keys)) =
                 (self.next_sync_committee.take(), self.next_keys.take())
-            {
-                self.current_sync_committee = next;
-                self.current_keys = keys;
-            }
-            self.set_next_committee(update, store_period + 2)?;
+        {
+            // The period rolls over: next becomes current.
+            self.current_sync_committee = next;
+            self.current_keys = keys;
             self.previous_max_active_participants = self.current_max_active_participants;
             self.current_max_active_participants = 0;
         }
-        if update.finalized_header.beacon.slot > self.finalized_header.beacon.slot {
-            self.finalized_header = update.finalized_header.clone();
-            let finalized = TrustedHeader {
-                header: update.finalized_header.clone(),
-                participants: update.sync_aggregate.participants(),
-            };
-            if finalized.header.beacon.slot > self.optimistic.header.beacon.slot {
-                self.optimistic = finalized.clone();
-            }
-            if finalized.header.beacon.slot > self.safe.header.beacon.slot {
-                self.safe = finalized;
-            }
+        if let Some((committee, keys)) = new_next {
+            self.next_sync_committee = committee;
+            self.next_keys = keys;
         }
+        self.advance_finalized(update);
         Ok(())
     }
 
-    fn set_next_committee(&mut self, update: &Update, period: u64) -> Result<(), LightError> {
-        if update.has_next_sync_committee() {
-            self.next_keys = Some(CommitteeKeys::new(&update.next_sync_committee, period)?);
-            self.next_sync_committee = Some(update.next_sync_committee.clone());
-        } else {
-            self.next_keys = None;
-            self.next_sync_committee = None;
+    /// Moves the finalized header (and the optimistic and supermajority ones behind it).
+    fn advance_finalized(&mut self, update: &Update) {
+        if update.finalized_header.beacon.slot <= self.finalized_header.beacon.slot {
+            return;
         }
-        Ok(())
+        self.finalized_header = update.finalized_header.clone();
+        let finalized = TrustedHeader {
+            header: update.finalized_header.clone(),
+            participants: update.sync_aggregate.participants(),
+        };
+        if finalized.header.beacon.slot > self.optimistic.header.beacon.slot {
+            self.optimistic = finalized.clone();
+        }
+        if finalized.header.beacon.slot > self.safe.header.beacon.slot {
+            self.safe = finalized;
+        }
     }
+}
+
+/// The next committee an update brings (none when it has no committee branch), with keys.
+fn next_committee_of(
+    update: &Update,
+    period: u64,
+) -> Result<(Option<SyncCommittee>, Option<CommitteeKeys>), LightError> {
+    if !update.has_next_sync_committee() {
+        return Ok((None, None));
+    }
+    let keys = CommitteeKeys::new(&update.next_sync_committee, period)?;
+    Ok((Some(update.next_sync_committee.clone()), Some(keys)))
 }
