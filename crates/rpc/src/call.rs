@@ -6,8 +6,8 @@
 //! The caller and the block's fee recipient are loaded by the EVM's transaction bookkeeping
 //! before any code runs; they stay unproven ("provisional", empty) unless an opcode reads
 //! their state (BALANCE, EXTCODE*, a CALL to them), which an inspector watches for. Fees,
-//! nonce and balance checks are off (as in `eth_call`). `BLOCKHASH` and `BLOBBASEFEE` are not
-//! proven and make the call unprovable.
+//! nonce and balance checks are off (as in `eth_call`). `BLOCKHASH` is not proven, nor
+//! `BLOBBASEFEE` without the chain's blob schedule: either makes the call unprovable.
 //!
 //! Not here: fetching proofs and code (`verifier`).
 
@@ -27,13 +27,13 @@ use revm::{
 };
 use serde_json::Value;
 
-use crate::error::RpcError;
+use crate::{blobs::BlobSchedule, error::RpcError};
 
 /// Mainnet's Osaka activation time (not visible in header fields).
 const MAINNET_OSAKA_TIME: u64 = 1_764_798_551;
-/// Prague's blob base fee update fraction (used only to fill the block environment; the
-/// BLOBBASEFEE opcode itself is refused).
-const PRAGUE_BLOB_FRACTION: u64 = 5_007_716;
+
+/// The update fraction filled in when the blob schedule is not known (Cancun's).
+const UNKNOWN_SCHEDULE_FRACTION: u64 = 3_338_477;
 
 /// An `eth_call` request: a call (contract creation is not supported).
 #[derive(Debug, Clone)]
@@ -207,6 +207,7 @@ struct Guard<'a> {
     provisional: &'a HashSet<Address>,
     touched: BTreeSet<Address>,
     unprovable: Option<String>,
+    blob_fee_known: bool,
 }
 
 impl<CTX> Inspector<CTX, EthInterpreter> for Guard<'_> {
@@ -216,8 +217,9 @@ impl<CTX> Inspector<CTX, EthInterpreter> for Guard<'_> {
             0x31 | 0x3b | 0x3c | 0x3f => 0,
             // CALL, CALLCODE, DELEGATECALL, STATICCALL: the address under the gas.
             0xf1 | 0xf2 | 0xf4 | 0xfa => 1,
-            0x4a => {
-                self.unprovable = Some("BLOBBASEFEE is not proven".into());
+            0x4a if !self.blob_fee_known => {
+                self.unprovable =
+                    Some("BLOBBASEFEE: the chain's blob schedule is not known".into());
                 return;
             }
             _ => return,
@@ -256,13 +258,16 @@ pub(crate) enum Run {
     Invalid(String),
 }
 
-/// Runs `call` on `header`'s state as far as `state` proves it.
+/// Runs `call` on `header`'s state as far as `state` proves it, on the chain with this id and
+/// blob schedule.
 pub(crate) fn run(
     state: &ProvenState,
     header: &Header,
-    chain_id: u64,
+    chain: (u64, &BlobSchedule),
     call: &CallRequest,
 ) -> Result<Run, RpcError> {
+    let (chain_id, blobs) = chain;
+    let blob_params = blobs.at(header.timestamp);
     let spec = spec_of(header, chain_id);
     let block = BlockEnv {
         number: U256::from(header.number),
@@ -272,9 +277,13 @@ pub(crate) fn run(
         basefee: header.base_fee_per_gas.unwrap_or_default(),
         difficulty: header.difficulty,
         prevrandao: Some(header.mix_hash),
-        blob_excess_gas_and_price: header
-            .excess_blob_gas
-            .map(|e| BlobExcessGasAndPrice::new(e, PRAGUE_BLOB_FRACTION)),
+        // revm needs a blob price from Cancun on; without the chain's schedule the value is a
+        // placeholder that no opcode reads (the guard refuses BLOBBASEFEE).
+        blob_excess_gas_and_price: header.excess_blob_gas.map(|e| {
+            let fraction =
+                blob_params.map_or(UNKNOWN_SCHEDULE_FRACTION, |p| p.update_fraction as u64);
+            BlobExcessGasAndPrice::new(e, fraction)
+        }),
         ..Default::default()
     };
     let tx = TxEnv {
@@ -293,6 +302,7 @@ pub(crate) fn run(
         provisional: &state.provisional,
         touched: BTreeSet::new(),
         unprovable: None,
+        blob_fee_known: blob_params.is_some() && header.excess_blob_gas.is_some(),
     };
     let result = {
         let db = ProvenDb {
@@ -377,7 +387,7 @@ mod tests {
 
     fn needs(code: &[u8]) -> Needs {
         let (state, header, call) = state_with(code);
-        match run(&state, &header, 1, &call).unwrap() {
+        match run(&state, &header, (1, &BlobSchedule::default()), &call).unwrap() {
             Run::Needs(needs) => needs,
             Run::Done(done) => panic!("ran over unproven state: {done:?}"),
             Run::Invalid(why) => panic!("not run: {why}"),
@@ -389,7 +399,7 @@ mod tests {
         // PUSH1 0x2a PUSH0 MSTORE PUSH1 32 PUSH0 RETURN
         let (state, header, call) = state_with(&[0x60, 0x2a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
         let Run::Done(ExecutionResult::Success { output, .. }) =
-            run(&state, &header, 1, &call).unwrap()
+            run(&state, &header, (1, &BlobSchedule::default()), &call).unwrap()
         else {
             panic!("the call did not succeed");
         };
@@ -432,11 +442,28 @@ mod tests {
     }
 
     #[test]
+    fn blobbasefee_from_the_blob_schedule() {
+        // BLOBBASEFEE PUSH0 MSTORE PUSH1 32 PUSH0 RETURN, in a Prague block
+        let (state, mut header, call) = state_with(&[0x4a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
+        header.timestamp = 1_746_612_311;
+        header.excess_blob_gas = Some(10_000_000);
+        let schedule = BlobSchedule::mainnet();
+        let Run::Done(ExecutionResult::Success { output, .. }) =
+            run(&state, &header, (1, &schedule), &call).unwrap()
+        else {
+            panic!("the call did not succeed");
+        };
+        let fee = alloy_eips::eip7840::BlobParams::prague().calc_blob_fee(10_000_000);
+        assert!(fee > 1);
+        assert_eq!(U256::from_be_slice(output.data()), U256::from(fee));
+    }
+
+    #[test]
     fn gas_below_the_intrinsic_cost_is_invalid() {
         let (state, header, mut call) = state_with(&[0x00]);
         call.gas = Some(20_999);
         assert!(matches!(
-            run(&state, &header, 1, &call).unwrap(),
+            run(&state, &header, (1, &BlobSchedule::default()), &call).unwrap(),
             Run::Invalid(_)
         ));
     }

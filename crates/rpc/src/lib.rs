@@ -7,13 +7,14 @@
 //! untrusted [`Upstream`] and is checked against an anchored hash before it is used
 //! ([`Verifier`]). [`serve`] puts a JSON-RPC server in front of it.
 //!
-//! Modules: `anchors` (the trust input), `upstream` (the untrusted client), `blocks` (headers
+//! Modules: `anchors` (the trust input), `blobs` (the chain's blob schedule), `upstream` (the untrusted client), `blocks` (headers
 //! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
 //! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
 //! proven state), `verifier` (the methods),
 //! `server` (HTTP, batches, metrics), `error`.
 
 mod anchors;
+mod blobs;
 mod blocks;
 mod call;
 mod error;
@@ -26,6 +27,7 @@ mod upstream;
 mod verifier;
 
 pub use anchors::{AnchorSource, FixedAnchors};
+pub use blobs::BlobSchedule;
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
 pub use server::{Config, Metrics, Server, serve};
 pub use sszgate_light::{Anchor, BlockRef, Trust};

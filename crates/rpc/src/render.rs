@@ -125,11 +125,13 @@ fn logs_of(
     })
 }
 
-/// Receipt `i` of `block` (`eth_getTransactionReceipt`), from the verified receipts.
+/// Receipt `i` of `block` (`eth_getTransactionReceipt`), from the verified receipts;
+/// `blob_fee` is the block's blob base fee when the chain's blob schedule gives it.
 pub(crate) fn receipt(
     block: &VerifiedBlock,
     receipts: &[ReceiptEnvelope<Log>],
     i: usize,
+    blob_fee: Option<u128>,
 ) -> Result<Value, RpcError> {
     let tx = &txs(block)?[i];
     let from = sender(tx, i)?;
@@ -149,7 +151,7 @@ pub(crate) fn receipt(
             .envelope
             .effective_gas_price(block.header.base_fee_per_gas),
         blob_gas_used: tx.envelope.blob_gas_used(),
-        blob_gas_price: None,
+        blob_gas_price: tx.envelope.blob_gas_used().and(blob_fee),
         from,
         to: tx.envelope.to(),
         contract_address,

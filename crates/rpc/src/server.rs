@@ -22,6 +22,7 @@ use tokio::{net::TcpListener, task::JoinHandle};
 
 use crate::{
     AnchorSource,
+    blobs::BlobSchedule,
     error::RpcError,
     upstream::Upstream,
     verifier::{Limits, METHODS, Verifier},
@@ -50,11 +51,14 @@ pub struct Config {
     pub limits: Limits,
     /// Methods passed through to the execution RPC unverified.
     pub allow_unverified: Vec<String>,
+    /// The chain's blob schedule (receipts' `blobGasPrice`, `BLOBBASEFEE` in calls).
+    pub blob_schedule: BlobSchedule,
 }
 
 impl Config {
     /// Defaults for `execution` on chain `chain_id`: ephemeral local port, 10 s upstream
-    /// timeout, 64 MiB answers, 1 MiB requests, batches of 100.
+    /// timeout, 64 MiB answers, 1 MiB requests, batches of 100, the chain's known blob
+    /// schedule (mainnet's; none for other chains).
     pub fn new(execution: &str, chain_id: u64) -> Config {
         Config {
             execution: execution.to_string(),
@@ -67,6 +71,7 @@ impl Config {
             max_batch: 100,
             limits: Limits::default(),
             allow_unverified: Vec::new(),
+            blob_schedule: BlobSchedule::for_chain(chain_id),
         }
     }
 }
@@ -210,7 +215,8 @@ pub async fn serve<A: AnchorSource>(config: Config, anchors: A) -> Result<Server
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let metrics = Arc::new(Metrics::default());
     let shared = Arc::new(Shared {
-        verifier: Verifier::new(anchors, upstream, config.chain_id, config.limits),
+        verifier: Verifier::new(anchors, upstream, config.chain_id, config.limits)
+            .with_blob_schedule(config.blob_schedule.clone()),
         config,
         metrics: metrics.clone(),
     });

@@ -23,6 +23,7 @@ use sszgate_light::{Anchor, BlockRef};
 
 use crate::{
     AnchorSource,
+    blobs::BlobSchedule,
     blocks::{self, VerifiedBlock},
     call::{CallRequest, ProvenAccount, ProvenState, Run},
     error::{AnchorError, Check, RpcError, mismatch},
@@ -83,6 +84,7 @@ pub struct Verifier<A> {
     anchors: A,
     upstream: Upstream,
     chain_id: u64,
+    blobs: BlobSchedule,
     limits: Limits,
     cache: Mutex<HashMap<B256, Arc<VerifiedBlock>>>,
 }
@@ -97,10 +99,23 @@ impl<A: AnchorSource> Verifier<A> {
         Verifier {
             anchors,
             upstream,
+            blobs: BlobSchedule::for_chain(chain_id),
             chain_id,
             limits,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Uses `blobs` as the chain's blob schedule (default: the known one of the chain id).
+    pub fn with_blob_schedule(mut self, blobs: BlobSchedule) -> Verifier<A> {
+        self.blobs = blobs;
+        self
+    }
+
+    /// The blob base fee of `block`, when the blob schedule gives it.
+    fn blob_fee(&self, block: &VerifiedBlock) -> Option<u128> {
+        self.blobs
+            .blob_fee(block.header.timestamp, block.header.excess_blob_gas)
     }
 
     /// The upstream (for methods passed through unverified).
@@ -148,7 +163,7 @@ impl<A: AnchorSource> Verifier<A> {
             "eth_getTransactionReceipt" => {
                 let (block, index) = self.transaction_by_hash(params::hash(params, 0)?).await?;
                 let receipts = self.receipts(&block).await?;
-                render::receipt(&block, &receipts, index)
+                render::receipt(&block, &receipts, index, self.blob_fee(&block))
             }
             "eth_getBlockReceipts" => {
                 let block = self
@@ -156,7 +171,7 @@ impl<A: AnchorSource> Verifier<A> {
                     .await?;
                 let receipts = self.receipts(&block).await?;
                 (0..receipts.len())
-                    .map(|i| render::receipt(&block, &receipts, i))
+                    .map(|i| render::receipt(&block, &receipts, i, self.blob_fee(&block)))
                     .collect::<Result<Vec<_>, _>>()
                     .map(Value::Array)
             }
@@ -578,7 +593,12 @@ impl<A: AnchorSource> Verifier<A> {
         call: &CallRequest,
     ) -> Result<ExecutionResult, RpcError> {
         for _ in 0..MAX_CALL_ROUNDS {
-            let mut needs = match crate::call::run(&run.state, &run.header, self.chain_id, call)? {
+            let mut needs = match crate::call::run(
+                &run.state,
+                &run.header,
+                (self.chain_id, &self.blobs),
+                call,
+            )? {
                 Run::Done(result) => return Ok(result),
                 Run::Invalid(why) => return Err(RpcError::Halted(why)),
                 Run::Needs(needs) => needs,
