@@ -5,7 +5,7 @@
 //! What does not live here: which blocks are trusted (see `anchor`).
 
 use alloy_primitives::{Address, B256, FixedBytes};
-use ssz::Decode;
+use ssz::{Decode, Encode};
 use ssz_derive::{Decode, Encode};
 use ssz_types::typenum::{
     U1, U2, U8, U16, U33, U64, U128, U2048, U4096, U8192, U131072, U1048576, U1073741824,
@@ -358,8 +358,6 @@ pub struct SignedBeaconBlock<Body: Encode + Decode + TreeHash> {
     /// The proposer's signature.
     pub signature: BlsSignature,
 }
-
-use ssz::Encode;
 
 /// A decoded block of a supported fork.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -166,9 +166,12 @@ impl ChainSpec {
 
     /// Reads the chain from a beacon node's `/eth/v1/config/spec` and `/eth/v1/beacon/genesis`
     /// answers (the whole JSON documents, with their `data` member).
+    /// Only the mainnet preset is supported (its container sizes are compiled in): a node on
+    /// another preset (e.g. `minimal`, 32-member committees) is refused here.
     pub fn from_beacon_api(spec: &Value, genesis: &Value) -> Result<Self, LightError> {
         let spec = spec.get("data").unwrap_or(spec);
         let genesis = genesis.get("data").unwrap_or(genesis);
+        check_mainnet_preset(spec)?;
         // A fork the node does not know is not scheduled (epoch u64::MAX).
         let forks = FORK_KEYS
             .iter()
@@ -289,6 +292,30 @@ pub fn signing_root(object_root: B256, domain: B256) -> B256 {
     data[..32].copy_from_slice(object_root.as_slice());
     data[32..].copy_from_slice(domain.as_slice());
     B256::from_slice(&Sha256::digest(data))
+}
+
+/// Refuses a config whose preset is not mainnet (`PRESET_BASE`, or the preset's
+/// `SYNC_COMMITTEE_SIZE` and `MAX_WITHDRAWALS_PER_PAYLOAD` where the node lists them).
+fn check_mainnet_preset(spec: &Value) -> Result<(), LightError> {
+    let preset = spec
+        .get("PRESET_BASE")
+        .and_then(Value::as_str)
+        .map(|p| p.trim_matches('\''));
+    if preset.is_some_and(|p| p != "mainnet") {
+        return Err(LightError::Config {
+            field: "PRESET_BASE (only mainnet is supported)",
+        });
+    }
+    let sizes = [
+        ("SYNC_COMMITTEE_SIZE", SYNC_COMMITTEE_SIZE as u64),
+        ("MAX_WITHDRAWALS_PER_PAYLOAD", 16),
+    ];
+    for (key, mainnet) in sizes {
+        if config_u64(spec, key).is_some_and(|v| v != mainnet) {
+            return Err(LightError::Config { field: key });
+        }
+    }
+    Ok(())
 }
 
 /// A decimal number the Beacon API writes as a string (or, leniently, as a JSON number).
