@@ -30,8 +30,10 @@ pub enum Check {
     WithdrawalsRoot,
     /// The receipts rebuild the header's receipts root.
     ReceiptsRoot,
-    /// One receipt per transaction, of the transaction's type.
+    /// One receipt per transaction.
     ReceiptCount,
+    /// Each receipt of its transaction's type.
+    ReceiptType,
     /// The header's logs bloom covers the logs found.
     LogsBloom,
     /// A transaction's signature yields a sender.
@@ -54,6 +56,7 @@ impl Check {
             Check::WithdrawalsRoot => "withdrawals_root",
             Check::ReceiptsRoot => "receipts_root",
             Check::ReceiptCount => "receipt_count",
+            Check::ReceiptType => "receipt_type",
             Check::LogsBloom => "logs_bloom",
             Check::Sender => "sender",
         }

@@ -44,7 +44,7 @@ pub(crate) fn check_receipts(
     for (i, (receipt, tx)) in receipts.iter().zip(txs).enumerate() {
         if receipt.ty() != tx.envelope.ty() {
             return mismatch(
-                Check::ReceiptCount,
+                Check::ReceiptType,
                 format!("receipts[{i}].type"),
                 format!(
                     "receipt type {} for a transaction of type {}",

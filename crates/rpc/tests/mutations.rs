@@ -453,3 +453,25 @@ async fn lying_code_under_a_call() {
     ));
     assert_check(&refused(case, answers, None).await, "code_hash", "code");
 }
+
+/// The receipts of another block (eth_getLogs1's block 0x14d7970) served as this block's.
+#[tokio::test]
+async fn receipts_of_another_block() {
+    let other = recorded("eth_getLogs1", LOG_RECEIPTS);
+    let answers = HashMap::from([(
+        RECEIPTS.to_string(),
+        Answer::Body(other.to_string().into_bytes()),
+    )]);
+    let data = refused("eth_getTransactionReceipt1", answers, None).await;
+    assert_check(&data, "receipt_count", "receipts");
+}
+
+/// A receipt whose type is not its transaction's (a type-2 receipt relabelled legacy).
+#[tokio::test]
+async fn a_receipt_of_another_type() {
+    let answers = mutated("eth_getTransactionReceipt1", RECEIPTS, |r| {
+        r[0xf4]["type"] = json!("0x0")
+    });
+    let data = refused("eth_getTransactionReceipt1", answers, None).await;
+    assert_check(&data, "receipt_type", "receipts[244].type");
+}
