@@ -40,6 +40,20 @@ impl<A: BeaconApi> LightClient<A> {
         Ok(anchor)
     }
 
+    /// What is already verified for `block`, without asking the beacon node: the store's
+    /// headers for the tags, the store's headers and earlier anchors for numbers and hashes.
+    pub fn known(&self, block: BlockRef) -> Option<Anchor> {
+        match block {
+            BlockRef::Finalized => {
+                anchor_from_lc_header(&self.read_store().finalized_header, Trust::Finalized).ok()
+            }
+            BlockRef::Safe => self.stored_newest(true).ok(),
+            BlockRef::Latest => self.stored_newest(false).ok(),
+            BlockRef::Number(number) => self.known_anchor(|a| a.number == number),
+            BlockRef::Hash(hash) => self.known_anchor(|a| a.hash == hash),
+        }
+    }
+
     /// The execution block with hash `hash`. The Beacon API cannot look a block up by its
     /// execution hash: unless the block is already known, `number_hint` (e.g. the number the
     /// execution node gives for the hash) is anchored and its hash compared.
