@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use alloy_consensus::Header;
+use alloy_eips::eip7840::BlobParams;
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use revm::{
     Context, Database, InspectEvm, Inspector, MainBuilder, MainContext,
@@ -258,18 +259,9 @@ pub(crate) enum Run {
     Invalid(String),
 }
 
-/// Runs `call` on `header`'s state as far as `state` proves it, on the chain with this id and
-/// blob schedule.
-pub(crate) fn run(
-    state: &ProvenState,
-    header: &Header,
-    chain: (u64, &BlobSchedule),
-    call: &CallRequest,
-) -> Result<Run, RpcError> {
-    let (chain_id, blobs) = chain;
-    let blob_params = blobs.at(header.timestamp);
-    let spec = spec_of(header, chain_id);
-    let block = BlockEnv {
+/// The block environment of `header` (the blob price from `blob_params` when known).
+fn block_env(header: &Header, blob_params: Option<&BlobParams>) -> BlockEnv {
+    BlockEnv {
         number: U256::from(header.number),
         beneficiary: header.beneficiary,
         timestamp: U256::from(header.timestamp),
@@ -285,8 +277,12 @@ pub(crate) fn run(
             BlobExcessGasAndPrice::new(e, fraction)
         }),
         ..Default::default()
-    };
-    let tx = TxEnv {
+    }
+}
+
+/// The transaction of `call`: no gas price, at most the block's gas limit.
+fn tx_env(call: &CallRequest, header: &Header, chain_id: u64) -> TxEnv {
+    TxEnv {
         caller: call.from,
         gas_limit: call.gas.unwrap_or(header.gas_limit).min(header.gas_limit),
         gas_price: 0,
@@ -296,7 +292,20 @@ pub(crate) fn run(
         nonce: 0,
         chain_id: Some(chain_id),
         ..Default::default()
-    };
+    }
+}
+
+/// Runs `call` on `header`'s state as far as `state` proves it, on the chain with this id and
+/// blob schedule.
+pub(crate) fn run(
+    state: &ProvenState,
+    header: &Header,
+    chain: (u64, &BlobSchedule),
+    call: &CallRequest,
+) -> Result<Run, RpcError> {
+    let (chain_id, blobs) = chain;
+    let blob_params = blobs.at(header.timestamp);
+    let spec = spec_of(header, chain_id);
     let mut needs = Needs::default();
     let mut guard = Guard {
         provisional: &state.provisional,
@@ -311,7 +320,7 @@ pub(crate) fn run(
         };
         let ctx = Context::mainnet()
             .with_db(db)
-            .with_block(block)
+            .with_block(block_env(header, blob_params))
             .modify_cfg_chained(|cfg| {
                 cfg.spec = spec;
                 cfg.chain_id = chain_id;
@@ -323,7 +332,7 @@ pub(crate) fn run(
                 cfg.disable_eip3607 = true;
             });
         let mut evm = ctx.build_mainnet_with_inspector(&mut guard);
-        evm.inspect_one_tx(tx)
+        evm.inspect_one_tx(tx_env(call, header, chain_id))
     };
     needs.touched.extend(guard.touched);
     if needs.unprovable.is_none() {

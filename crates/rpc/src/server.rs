@@ -283,44 +283,39 @@ async fn handle<A: AnchorSource>(
             ));
         }
     };
-    let request: Value = match serde_json::from_slice(&body) {
+    Ok(answer_body(&shared, &body).await)
+}
+
+/// The answer to a POSTed body: one request or a batch.
+async fn answer_body<A: AnchorSource>(shared: &Shared<A>, body: &[u8]) -> Response<Full<Bytes>> {
+    let request: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(e) => return Ok(error_reply(StatusCode::OK, RpcError::Parse(e.to_string()))),
+        Err(e) => return error_reply(StatusCode::OK, RpcError::Parse(e.to_string())),
     };
     let answer = match request {
         Value::Array(batch) => {
             if batch.is_empty() || batch.len() > shared.config.max_batch {
-                return Ok(error_reply(
+                return error_reply(
                     StatusCode::OK,
                     RpcError::InvalidRequest(format!(
                         "a batch holds 1 to {} requests, this one {}",
                         shared.config.max_batch,
                         batch.len()
                     )),
-                ));
+                );
             }
             let mut answers = Vec::with_capacity(batch.len());
             for one in batch {
-                answers.extend(answer_one(&shared, one).await);
+                answers.extend(answer_one(shared, one).await);
             }
             Value::Array(answers)
         }
-        one => match answer_one(&shared, one).await {
+        one => match answer_one(shared, one).await {
             Some(a) => a,
-            None => {
-                return Ok(reply(
-                    StatusCode::NO_CONTENT,
-                    "application/json",
-                    String::new(),
-                ));
-            }
+            None => return reply(StatusCode::NO_CONTENT, "application/json", String::new()),
         },
     };
-    Ok(reply(
-        StatusCode::OK,
-        "application/json",
-        answer.to_string(),
-    ))
+    reply(StatusCode::OK, "application/json", answer.to_string())
 }
 
 /// One JSON-RPC request's answer; `None` for a notification (no `id`).
