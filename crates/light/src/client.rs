@@ -36,6 +36,8 @@ pub const MAX_UPDATES_PER_REQUEST: u64 = 128;
 pub const MAX_CHILD_SEARCH_SLOTS: u64 = 32;
 /// Parents walked back from a verified block to reach one whose committee is not stored.
 pub const MAX_PARENT_CHAIN: u64 = 64;
+/// Slots a signature may be ahead of the local clock.
+pub const CLOCK_DISPARITY_SLOTS: u64 = 1;
 /// Tries of the slot arithmetic that finds a block by number.
 pub const MAX_NUMBER_SEARCH_STEPS: usize = 16;
 /// Anchors remembered for lookups by number and hash.
@@ -247,9 +249,15 @@ impl<A: BeaconApi> LightClient<A> {
     pub async fn sync(&self) -> Result<SyncReport, LightError> {
         let _one_at_a_time = self.sync_lock.lock().await;
         let current_slot = self.current_slot();
+        // Signatures up to one slot ahead of the local clock are accepted (clock disparity
+        // between this host and the beacon node).
+        let newest_signature_slot = current_slot.saturating_add(CLOCK_DISPARITY_SLOTS);
         let mut updates_applied = 0;
         while let Some((start, count, required)) = self.periods_to_fetch(current_slot) {
-            let applied = match self.apply_updates(start, count, current_slot).await {
+            let applied = match self
+                .apply_updates(start, count, newest_signature_slot)
+                .await
+            {
                 Ok(applied) => applied,
                 // The next committee of the current period is not offered yet: signatures
                 // of this period still verify with the current one.
@@ -261,8 +269,12 @@ impl<A: BeaconApi> LightClient<A> {
             }
             updates_applied += applied;
         }
-        let finality_applied = self.apply_latest("finality_update", current_slot).await?;
-        let optimistic_applied = self.apply_latest("optimistic_update", current_slot).await?;
+        let finality_applied = self
+            .apply_latest("finality_update", newest_signature_slot)
+            .await?;
+        let optimistic_applied = self
+            .apply_latest("optimistic_update", newest_signature_slot)
+            .await?;
         let store = self.read_store();
         if let Some(path) = &self.store_path {
             persist::save(&store, path)?;

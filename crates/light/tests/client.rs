@@ -360,3 +360,34 @@ fn client_and_its_futures_are_send_and_sync() {
     sendable(client.anchor(BlockRef::Latest));
     sendable(client.sync());
 }
+
+/// A signature one slot ahead of the local clock is accepted (clock disparity); two slots
+/// ahead, the update is refused by the slot-order check.
+#[tokio::test]
+async fn signature_ahead_of_the_clock() {
+    let case = "eth_blockNumber_electra";
+    let spec = ChainSpec::mainnet();
+    let bytes = common::read(
+        case,
+        "eth_v1_beacon_light_client_updates_start_period_1422_count_1.ssz",
+    );
+    let item = sszgate_light::types::split_update_stream(&bytes, 1).unwrap()[0];
+    let signature_slot = sszgate_light::types::Update::from_ssz(&spec, item)
+        .unwrap()
+        .signature_slot;
+    assert_eq!(signature_slot, 11651079);
+    let checkpoint = fetch_finalized_checkpoint(&api(case)).await.unwrap();
+    // One slot before the signature's: accepted.
+    let client = LightClient::bootstrap(api(case), spec.clone(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11651078));
+    assert_eq!(client.sync().await.unwrap().updates_applied, 1);
+    // Two slots before: refused.
+    let client = LightClient::bootstrap(api(case), spec, checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11651077));
+    let err = client.sync().await.unwrap_err();
+    assert!(matches!(err, LightError::SlotOrder { .. }), "{err}");
+}
