@@ -87,10 +87,12 @@ pub struct LightClient<A: BeaconApi> {
     pub(crate) anchors: Mutex<AnchorCache>,
 }
 
-/// Anchors by execution number (lookups by hash scan it: it is small).
+/// Anchors by execution number (lookups by hash scan it: it is small), and the head's
+/// verified parent with the clock slot it was asked in (`None`: it could not be verified).
 #[derive(Default)]
 pub(crate) struct AnchorCache {
     pub(crate) by_number: HashMap<u64, Anchor>,
+    pub(crate) head: Option<(u64, Option<Anchor>)>,
 }
 
 impl AnchorCache {

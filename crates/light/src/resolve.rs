@@ -179,17 +179,36 @@ impl<A: BeaconApi> LightClient<A> {
     /// parent when the head's aggregate verifies and qualifies, else the store's header.
     async fn newest_signed(&self, supermajority: bool) -> Result<Anchor, LightError> {
         let stored = self.stored_newest(supermajority)?;
-        match self.signed_head_parent().await {
-            Ok((verified, parent))
-                if verified.header.slot > stored.slot
-                    && (!supermajority || verified.trust == Trust::Supermajority) =>
+        match self.head_parent().await {
+            Some(head)
+                if head.slot > stored.slot
+                    && (!supermajority || head.trust == Trust::Supermajority) =>
             {
-                anchor_block(&verified, &parent)
+                Ok(head)
             }
             // The head cannot be verified (node lagging, committee not yet known): the store's
             // own header is still a verified answer.
-            Ok(_) | Err(_) => Ok(stored),
+            _ => Ok(stored),
         }
+    }
+
+    /// The head's parent as verified by the head's aggregate, asked of the node once per
+    /// slot of the local clock (every `latest` and `safe` in that slot reuses it).
+    async fn head_parent(&self) -> Option<Anchor> {
+        let slot = self.current_slot();
+        if let Some((cached_slot, head)) = self.anchors.lock().ok()?.head
+            && cached_slot == slot
+        {
+            return head;
+        }
+        let head = match self.signed_head_parent().await {
+            Ok((verified, parent)) => anchor_block(&verified, &parent).ok(),
+            Err(_) => None,
+        };
+        if let Ok(mut cache) = self.anchors.lock() {
+            cache.head = Some((slot, head));
+        }
+        head
     }
 
     /// The execution block `number`: found by slot arithmetic from the newest signed block,

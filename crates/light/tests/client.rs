@@ -391,3 +391,44 @@ async fn signature_ahead_of_the_clock() {
     let err = client.sync().await.unwrap_err();
     assert!(matches!(err, LightError::SlotOrder { .. }), "{err}");
 }
+
+/// Counts the requests made through a recorded API.
+struct Counting {
+    inner: RecordedBeaconApi,
+    head_requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl sszgate_light::BeaconApi for Counting {
+    async fn get_json(&self, path: &str, max: usize) -> Result<serde_json::Value, LightError> {
+        self.inner.get_json(path, max).await
+    }
+    async fn get_ssz(&self, path: &str, max: usize) -> Result<Vec<u8>, LightError> {
+        if path.ends_with("/blocks/head") {
+            self.head_requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.get_ssz(path, max).await
+    }
+}
+
+/// `latest` and `safe` in the same slot ask the node for its head once.
+#[tokio::test]
+async fn head_is_asked_once_per_slot() {
+    let case = "eth_blockNumber_electra";
+    let head_requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let api = Counting {
+        inner: api(case),
+        head_requests: head_requests.clone(),
+    };
+    let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
+    let client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11658783));
+    client.sync().await.unwrap();
+    let latest = client.anchor(BlockRef::Latest).await.unwrap();
+    assert_eq!(client.anchor(BlockRef::Latest).await.unwrap(), latest);
+    assert_eq!(client.anchor(BlockRef::Safe).await.unwrap(), latest);
+    assert_eq!(latest.number, 0x1566aae);
+    assert_eq!(head_requests.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
