@@ -228,13 +228,21 @@ impl<A: BeaconApi> LightClient<A> {
             });
         }
         let block = self.find_by_number(number, newest).await?;
-        match self.signed_by_child(&block).await {
-            Ok(verified) => anchor_block(&verified, &block),
-            Err(LightError::UnknownCommittee { period, known }) => self.chained_from(newest, &block).await.map_err(|e| LightError::NotConnected {
-                detail: format!("block {number} (slot {}) is signed by the committee of period {period}, which the store does not hold ({known}), and the parent chain failed: {e}", block.header.slot),
-            }),
-            Err(e) => Err(e),
-        }
+        let (period, known) = match self.signed_by_child(&block).await {
+            Ok(verified) => return anchor_block(&verified, &block),
+            Err(LightError::UnknownCommittee { period, known }) => (period, known),
+            Err(e) => return Err(e),
+        };
+        // The child's committee is not in the store: connect through parents instead.
+        self.chained_from(newest, &block)
+            .await
+            .map_err(|e| LightError::NotConnected {
+                detail: format!(
+                    "block {number} (slot {}) is signed by the committee of period {period}, which \
+                 the store does not hold ({known}), and the parent chain failed: {e}",
+                    block.header.slot
+                ),
+            })
     }
 
     /// The canonical beacon block whose payload is execution block `number` (not yet trusted:
@@ -244,8 +252,9 @@ impl<A: BeaconApi> LightClient<A> {
         number: u64,
         newest: Anchor,
     ) -> Result<BlockSummary, LightError> {
-        // Each non-missed slot adds one execution block, so `gap` slots back holds a number
-        // at least `number`; step back by the excess until it matches.
+        // Each non-missed slot adds one execution block, so the slot `newest.number - number`
+        // slots back holds a number of at least `number`; step back by the excess until it
+        // matches (a missed slot: one more back).
         let mut slot = newest.slot.saturating_sub(newest.number - number);
         for _ in 0..MAX_NUMBER_SEARCH_STEPS {
             match self.fetch_block(&slot.to_string()).await? {
