@@ -744,6 +744,36 @@ impl<A: AnchorSource> Verifier<A> {
         Ok(self.resolve(r).await?.number)
     }
 
+    /// The anchors of blocks `from..=top.number`, oldest first: each from the anchor source,
+    /// else by the parent hash of the verified header above it (one walk for the range).
+    async fn anchors_down(&self, top: Anchor, from: u64) -> Result<Vec<Anchor>, RpcError> {
+        let mut anchors = vec![top];
+        let mut current = top;
+        while current.number > from {
+            let below = match self
+                .anchors
+                .anchor(BlockRef::Number(current.number - 1))
+                .await
+            {
+                Ok(anchor) => anchor,
+                Err(AnchorError::NotAnchored(_)) => {
+                    let header = self.header(&current).await?;
+                    Anchor {
+                        number: current.number - 1,
+                        hash: header.parent_hash,
+                        beacon_root: header.parent_beacon_block_root.unwrap_or_default(),
+                        ..current
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            };
+            anchors.push(below);
+            current = below;
+        }
+        anchors.reverse();
+        Ok(anchors)
+    }
+
     /// `eth_getLogs`: the matching logs of the verified receipts of every block in the range
     /// whose verified bloom may hold them.
     async fn logs(&self, p: &[Value]) -> Result<Value, RpcError> {
@@ -764,11 +794,8 @@ impl<A: AnchorSource> Verifier<A> {
                         self.limits.max_log_blocks
                     )));
                 }
-                let mut anchors = Vec::new();
-                for n in from..=to {
-                    anchors.push(self.resolve(BlockRef::Number(n)).await?);
-                }
-                anchors
+                let top = self.resolve(BlockRef::Number(to)).await?;
+                self.anchors_down(top, from).await?
             }
         };
         let mut out = Vec::new();

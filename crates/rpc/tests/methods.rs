@@ -226,3 +226,36 @@ async fn state_over_an_execution_header() {
             .any(|f| f == "eth_getBlockByNumber_0x14d0303_false.json")
     );
 }
+
+/// A log range whose lower block is not anchored: it is reached by the parent hash of the
+/// anchored block above, and every block whose verified bloom may hold a match has its
+/// receipts asked for — the recording lacks block 0x14d7971's, so the answer is an upstream
+/// error naming them, not a list without its logs.
+#[tokio::test]
+async fn a_log_range_below_an_anchor() {
+    let case = "eth_getLogs1";
+    let (_, list) = anchors_of(case);
+    let top = *list.iter().find(|a| a.number == 0x14d7971).unwrap();
+    let (replay, server) = start(
+        case,
+        HashMap::new(),
+        sszgate_rpc::FixedAnchors::new().with(top),
+    )
+    .await;
+    let mut filter = test_json(case)["params"][0].clone();
+    filter["toBlock"] = json!("0x14d7971");
+    let answer = call(&server, "eth_getLogs", &json!([filter])).await;
+    assert_eq!(answer["error"]["code"], -32097, "{answer}");
+    assert_eq!(
+        replay.missing(),
+        vec!["eth_getBlockReceipts_0x14d7971.json".to_string()]
+    );
+    // The lower block alone, reached the same way, gives the recorded logs.
+    let answer = call(&server, "eth_getLogs", &test_json(case)["params"]).await;
+    same(
+        &answer["result"],
+        &test_json(case)["expected_result"],
+        "result",
+    )
+    .unwrap();
+}
