@@ -1,0 +1,133 @@
+//! Execution blocks anchored in verified beacon headers: from a light-client header's
+//! `execution` (checked through its branch to `body_root`), from a beacon block whose child's
+//! sync aggregate signs it, and from a block whose root is the parent root of a verified one.
+//!
+//! A beacon block's body root is recomputed from the whole body (the execution payload
+//! included), so a block whose root is verified binds its payload's number and hash without a
+//! separate branch. What does not live here: fetching blocks (see `client`).
+
+use alloy_primitives::B256;
+
+use crate::block::BlockSummary;
+use crate::error::LightError;
+use crate::store::{LightClientStore, check_lc_header, is_supermajority};
+use crate::types::{BeaconBlockHeader, LightClientHeader};
+use crate::{Anchor, Trust};
+
+/// A beacon header the light client trusts, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifiedHeader {
+    /// The header.
+    pub header: BeaconBlockHeader,
+    /// Its root.
+    pub root: B256,
+    /// How it came to be trusted.
+    pub trust: Trust,
+}
+
+/// The trust a signature with `participants` signers gives.
+pub fn trust_of(participants: usize) -> Trust {
+    if is_supermajority(participants) {
+        Trust::Supermajority
+    } else {
+        Trust::Signed
+    }
+}
+
+/// The anchor of a light-client header the store verified (its signature or finality);
+/// checks the execution branch again so that no unchecked execution header is anchored.
+pub fn anchor_from_lc_header(
+    header: &LightClientHeader,
+    trust: Trust,
+) -> Result<Anchor, LightError> {
+    check_lc_header(header, "execution")?;
+    Ok(Anchor {
+        slot: header.beacon.slot,
+        beacon_root: header.beacon.root(),
+        number: header.execution.block_number,
+        hash: header.execution.block_hash,
+        trust,
+    })
+}
+
+/// Verifies that `child`'s sync aggregate signs `parent` (the committee of the child's slot's
+/// period, the fork version of `epoch(child slot - 1)`), and returns the parent as verified.
+pub fn verify_signed_by_child(
+    store: &LightClientStore,
+    parent: &BlockSummary,
+    child: &BlockSummary,
+) -> Result<VerifiedHeader, LightError> {
+    if child.header.parent_root != parent.root {
+        return Err(LightError::RootMismatch {
+            check: "child_parent_root",
+            field: "child.parent_root",
+            got: child.header.parent_root,
+            expected: parent.root,
+        });
+    }
+    if child.header.slot <= parent.header.slot {
+        return Err(LightError::SlotOrder {
+            detail: format!(
+                "child slot {} not after parent slot {}",
+                child.header.slot, parent.header.slot
+            ),
+        });
+    }
+    store.verify_signature(parent.root, &child.sync_aggregate, child.header.slot)?;
+    Ok(VerifiedHeader {
+        header: parent.header,
+        root: parent.root,
+        trust: trust_of(child.sync_aggregate.participants()),
+    })
+}
+
+/// Verifies `parent` as the parent of an already verified header (its root equals the
+/// verified header's `parent_root`); it inherits the child's trust.
+pub fn verify_parent(
+    child: &VerifiedHeader,
+    parent: &BlockSummary,
+) -> Result<VerifiedHeader, LightError> {
+    if parent.root != child.header.parent_root {
+        return Err(LightError::RootMismatch {
+            check: "parent_chain",
+            field: "block root",
+            got: parent.root,
+            expected: child.header.parent_root,
+        });
+    }
+    Ok(VerifiedHeader {
+        header: parent.header,
+        root: parent.root,
+        trust: child.trust,
+    })
+}
+
+/// The anchor of `block`, whose root must be the verified header's.
+pub fn anchor_block(verified: &VerifiedHeader, block: &BlockSummary) -> Result<Anchor, LightError> {
+    if block.root != verified.root {
+        return Err(LightError::RootMismatch {
+            check: "block_root",
+            field: "block root",
+            got: block.root,
+            expected: verified.root,
+        });
+    }
+    Ok(Anchor {
+        slot: block.header.slot,
+        beacon_root: block.root,
+        number: block.execution_number,
+        hash: block.execution_hash,
+        trust: verified.trust,
+    })
+}
+
+impl VerifiedHeader {
+    /// A header the store holds (finalized, supermajority or optimistic).
+    pub fn from_lc_header(header: &LightClientHeader, trust: Trust) -> Self {
+        VerifiedHeader {
+            header: header.beacon,
+            root: header.beacon.root(),
+            trust,
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The light client facade: bootstrap from a checkpoint (or a saved store), sync the store to
+//! the current period, and anchor execution blocks by tag, number or hash.
+//!
+//! The client is `Send + Sync` when its API is: the store sits behind a lock taken only for
+//! the (synchronous) checks, never across a request, so anchors are answered while a sync
+//! runs; syncs themselves run one at a time.
+//!
+//! What does not live here: resolving a block reference to an anchor (see `resolve`), the
+//! checks (see `store`, `anchor`), the transport (see `api`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use alloy_primitives::B256;
+
+use crate::Anchor;
+use crate::api::BeaconApi;
+use crate::error::LightError;
+use crate::persist;
+use crate::spec::ChainSpec;
+use crate::store::LightClientStore;
+use crate::types::{Bootstrap, Update, split_update_stream};
+
+/// Largest SSZ block read (mainnet blocks are well under 2 MiB; blobs are not in blocks).
+pub const MAX_BLOCK_BYTES: usize = 16 << 20;
+/// Largest updates list read.
+pub const MAX_UPDATES_BYTES: usize = 8 << 20;
+/// Largest bootstrap, finality or optimistic update read.
+pub const MAX_LC_OBJECT_BYTES: usize = 1 << 20;
+/// Largest JSON answer read (config, genesis, checkpoints).
+pub const MAX_JSON_BYTES: usize = 1 << 20;
+/// Updates asked for in one request (the Beacon API's `MAX_REQUEST_LIGHT_CLIENT_UPDATES`).
+pub const MAX_UPDATES_PER_REQUEST: u64 = 128;
+/// Slots after a block searched for its child (missed slots in between).
+pub const MAX_CHILD_SEARCH_SLOTS: u64 = 32;
+/// Parents walked back from a verified block to reach one whose committee is not stored.
+pub const MAX_PARENT_CHAIN: u64 = 64;
+/// Slots a signature may be ahead of the local clock.
+pub const CLOCK_DISPARITY_SLOTS: u64 = 1;
+/// Tries of the slot arithmetic that finds a block by number.
+pub const MAX_NUMBER_SEARCH_STEPS: usize = 16;
+/// Anchors remembered for lookups by number and hash.
+const ANCHOR_CACHE_SIZE: usize = 4096;
+
+/// What one `sync` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Updates from `light_client/updates` applied.
+    pub updates_applied: usize,
+    /// The finality update moved the finalized header.
+    pub finality_applied: bool,
+    /// The optimistic update moved the optimistic header.
+    pub optimistic_applied: bool,
+    /// Finalized slot after the sync.
+    pub finalized_slot: u64,
+    /// Optimistic slot after the sync.
+    pub optimistic_slot: u64,
+}
+
+/// Where the store stands, for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LightStatus {
+    /// Slot of the finalized header.
+    pub finalized_slot: u64,
+    /// Slot of the newest supermajority-signed header in the store.
+    pub safe_slot: u64,
+    /// Slot of the optimistic header.
+    pub optimistic_slot: u64,
+    /// Period of the finalized header.
+    pub period: u64,
+    /// Whether the next period's committee is known.
+    pub next_committee_known: bool,
+    /// The wall clock's slot.
+    pub current_slot: u64,
+}
+
+/// The light client over a Beacon API.
+pub struct LightClient<A: BeaconApi> {
+    pub(crate) api: A,
+    pub(crate) spec: ChainSpec,
+    store: RwLock<LightClientStore>,
+    /// Held for the whole of a sync, so that two syncs do not interleave their updates.
+    sync_lock: tokio::sync::Mutex<()>,
+    store_path: Option<PathBuf>,
+    clock: fn() -> u64,
+    pub(crate) anchors: Mutex<AnchorCache>,
+}
+
+/// Anchors by execution number (lookups by hash scan it: it is small), and the head's
+/// verified parent with the clock slot it was asked in (`None`: it could not be verified).
+#[derive(Default)]
+pub(crate) struct AnchorCache {
+    pub(crate) by_number: HashMap<u64, Anchor>,
+    pub(crate) head: Option<(u64, Option<Anchor>)>,
+}
+
+impl AnchorCache {
+    /// Remembers `anchor`, starting over when full (a simple bound).
+    pub(crate) fn insert(&mut self, anchor: Anchor) {
+        if self.by_number.len() >= ANCHOR_CACHE_SIZE {
+            self.by_number.clear();
+        }
+        self.by_number.insert(anchor.number, anchor);
+    }
+}
+
+/// Seconds since the Unix epoch by the system clock.
+pub fn system_clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Reads the chain's parameters from the beacon node (`/eth/v1/config/spec`,
+/// `/eth/v1/beacon/genesis`); when the genesis validators root is a built-in chain's, the
+/// node's fork schedule must agree with it.
+pub async fn fetch_chain_spec(api: &impl BeaconApi) -> Result<ChainSpec, LightError> {
+    let config = api.get_json("/eth/v1/config/spec", MAX_JSON_BYTES).await?;
+    let genesis = api
+        .get_json("/eth/v1/beacon/genesis", MAX_JSON_BYTES)
+        .await?;
+    let spec = ChainSpec::from_beacon_api(&config, &genesis)?;
+    let Some(known) = ChainSpec::known(&spec.genesis_validators_root) else {
+        return Ok(spec);
+    };
+    // Every fork the built-in chain schedules must be the node's too; forks scheduled after
+    // these built-ins were written come from the node.
+    let disagrees = known
+        .forks
+        .iter()
+        .zip(&spec.forks)
+        .any(|(ours, theirs)| ours.1 != u64::MAX && ours != theirs);
+    if disagrees || known.genesis_time != spec.genesis_time {
+        return Err(LightError::FieldMismatch {
+            check: "chain_spec",
+            field: "fork schedule",
+            detail: format!("the node's differs from built-in {}", known.name),
+        });
+    }
+    Ok(ChainSpec {
+        name: known.name,
+        ..spec
+    })
+}
+
+/// The beacon node's finalized checkpoint root (trust on first use: the caller warns).
+pub async fn fetch_finalized_checkpoint(api: &impl BeaconApi) -> Result<B256, LightError> {
+    const PATH: &str = "/eth/v1/beacon/states/head/finality_checkpoints";
+    let doc = api.get_json(PATH, MAX_JSON_BYTES).await?;
+    doc["data"]["finalized"]["root"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| LightError::Api {
+            path: PATH.into(),
+            detail: "no data.finalized.root".into(),
+        })
+}
+
+impl<A: BeaconApi> LightClient<A> {
+    /// Bootstraps from the trusted block root `checkpoint`.
+    pub async fn bootstrap(api: A, spec: ChainSpec, checkpoint: B256) -> Result<Self, LightError> {
+        let path = format!("/eth/v1/beacon/light_client/bootstrap/{checkpoint}");
+        let bytes = api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await?;
+        let bootstrap = Bootstrap::from_ssz(&spec, &bytes)?;
+        let store = LightClientStore::bootstrap(spec, checkpoint, &bootstrap)?;
+        Ok(Self::from_store(api, store))
+    }
+
+    /// A client over an existing store (e.g. one loaded with [`persist::load`]).
+    pub fn from_store(api: A, store: LightClientStore) -> Self {
+        LightClient {
+            api,
+            spec: store.spec.clone(),
+            store: RwLock::new(store),
+            sync_lock: tokio::sync::Mutex::new(()),
+            store_path: None,
+            clock: system_clock,
+            anchors: Mutex::new(AnchorCache::default()),
+        }
+    }
+
+    /// Resumes from the store saved at `path` if there is one, else bootstraps from
+    /// `checkpoint`; the store is saved there after every sync.
+    pub async fn open(
+        api: A,
+        spec: ChainSpec,
+        path: PathBuf,
+        checkpoint: B256,
+    ) -> Result<Self, LightError> {
+        let client = match persist::load(&spec, &path)? {
+            Some(store) => Self::from_store(api, store),
+            None => Self::bootstrap(api, spec, checkpoint).await?,
+        };
+        Ok(client.with_store_path(path))
+    }
+
+    /// Saves the store to `path` after every sync.
+    pub fn with_store_path(mut self, path: PathBuf) -> Self {
+        self.store_path = Some(path);
+        self
+    }
+
+    /// Uses `clock` (Unix seconds) for the current slot instead of the system clock.
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The store, read under its lock (keep `f` short: syncs wait for it).
+    pub fn with_store<R>(&self, f: impl FnOnce(&LightClientStore) -> R) -> R {
+        f(&self.read_store())
+    }
+
+    /// Where the store stands.
+    pub fn status(&self) -> LightStatus {
+        let current_slot = self.current_slot();
+        self.with_store(|s| LightStatus {
+            finalized_slot: s.finalized_header.beacon.slot,
+            safe_slot: s.safe.header.beacon.slot,
+            optimistic_slot: s.optimistic.header.beacon.slot,
+            period: s.finalized_period(),
+            next_committee_known: s.next_sync_committee().is_some(),
+            current_slot,
+        })
+    }
+
+    /// The chain.
+    pub fn spec(&self) -> &ChainSpec {
+        &self.spec
+    }
+
+    /// The slot of the wall clock.
+    pub fn current_slot(&self) -> u64 {
+        self.spec.slot_at((self.clock)())
+    }
+
+    /// The store for reading. The store's steps that can fail run before it changes, so a
+    /// lock poisoned by a panic still guards a consistent store and is used.
+    pub(crate) fn read_store(&self) -> RwLockReadGuard<'_, LightClientStore> {
+        self.store.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_store(&self) -> RwLockWriteGuard<'_, LightClientStore> {
+        self.store.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Brings the store to the current period (updates by period), then applies the latest
+    /// finality and optimistic updates, and saves the store if it has a path.
+    pub async fn sync(&self) -> Result<SyncReport, LightError> {
+        let _one_at_a_time = self.sync_lock.lock().await;
+        let current_slot = self.current_slot();
+        // Signatures up to one slot ahead of the local clock are accepted (clock disparity
+        // between this host and the beacon node).
+        let newest_signature_slot = current_slot.saturating_add(CLOCK_DISPARITY_SLOTS);
+        let mut updates_applied = 0;
+        while let Some((start, count, required)) = self.periods_to_fetch(current_slot) {
+            let applied = match self
+                .apply_updates(start, count, newest_signature_slot)
+                .await
+            {
+                Ok(applied) => applied,
+                // The next committee of the current period is not offered yet: signatures
+                // of this period still verify with the current one.
+                Err(LightError::NotFound { .. }) if !required => 0,
+                Err(e) => return Err(e),
+            };
+            if applied == 0 {
+                break; // nothing newer on offer: stop rather than ask again
+            }
+            updates_applied += applied;
+        }
+        let finality_applied = self
+            .apply_latest("finality_update", newest_signature_slot)
+            .await?;
+        let optimistic_applied = self
+            .apply_latest("optimistic_update", newest_signature_slot)
+            .await?;
+        let store = self.read_store();
+        if let Some(path) = &self.store_path {
+            persist::save(&store, path)?;
+        }
+        Ok(SyncReport {
+            updates_applied,
+            finality_applied,
+            optimistic_applied,
+            finalized_slot: store.finalized_header.beacon.slot,
+            optimistic_slot: store.optimistic.header.beacon.slot,
+        })
+    }
+
+    /// The `(start_period, count, required)` of updates still to fetch, or `None` when in
+    /// sync. Required: without them signatures at `current_slot` cannot be verified; not
+    /// required: the next committee, fetched ahead of the period's end.
+    fn periods_to_fetch(&self, current_slot: u64) -> Option<(u64, u64, bool)> {
+        let store = self.read_store();
+        let finalized = store.finalized_period();
+        let current = self.spec.period(current_slot);
+        let next_known = store.next_sync_committee().is_some();
+        if current > finalized + 1 || (current == finalized + 1 && !next_known) {
+            Some((
+                finalized,
+                (current - finalized).min(MAX_UPDATES_PER_REQUEST),
+                true,
+            ))
+        } else if current <= finalized && !next_known {
+            Some((finalized, 1, false))
+        } else {
+            None
+        }
+    }
+
+    /// Fetches and applies `count` updates from `start`; returns how many were applied.
+    async fn apply_updates(
+        &self,
+        start: u64,
+        count: u64,
+        current_slot: u64,
+    ) -> Result<usize, LightError> {
+        let path =
+            format!("/eth/v1/beacon/light_client/updates?start_period={start}&count={count}");
+        let bytes = self.api.get_ssz(&path, MAX_UPDATES_BYTES).await?;
+        let updates = split_update_stream(&bytes, count as usize)?
+            .into_iter()
+            .map(|item| Update::from_ssz(&self.spec, item))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut store = self.write_store();
+        let mut applied = 0;
+        for update in &updates {
+            match store.process_update(update, current_slot) {
+                Ok(outcome) if outcome.applied => applied += 1,
+                Ok(_) | Err(LightError::Irrelevant { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Applies `light_client/{kind}` (finality or optimistic update); a node without one (404)
+    /// or one the store already has is not an error.
+    async fn apply_latest(&self, kind: &str, current_slot: u64) -> Result<bool, LightError> {
+        let path = format!("/eth/v1/beacon/light_client/{kind}");
+        let bytes = match self.api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await {
+            Ok(bytes) => bytes,
+            Err(LightError::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let update = if kind == "finality_update" {
+            Update::from_finality_ssz(&self.spec, &bytes)?
+        } else {
+            Update::from_optimistic_ssz(&self.spec, &bytes)?
+        };
+        let outcome = self.write_store().process_update(&update, current_slot);
+        match outcome {
+            Ok(outcome) => Ok(outcome.applied || outcome.optimistic_advanced),
+            Err(LightError::Irrelevant { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}

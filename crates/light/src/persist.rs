@@ -1,0 +1,144 @@
+//! The store on disk: a small JSON file of SSZ hex blobs (finalized, optimistic and
+//! supermajority headers, the current and next committees), so that a restart resumes from
+//! what was verified instead of syncing from the checkpoint again.
+//!
+//! What does not live here: the checks (the file holds the store's own earlier state and is
+//! trusted like it; it is tied to a chain by its genesis validators root).
+
+use std::io::Read;
+use std::path::Path;
+
+use alloy_primitives::B256;
+use serde::{Deserialize, Serialize};
+use ssz::{Decode, Encode};
+
+use crate::error::LightError;
+use crate::spec::ChainSpec;
+use crate::store::{LightClientStore, TrustedHeader};
+use crate::types::{LightClientHeader, SyncCommittee};
+
+/// Largest store file read (two committees in hex are about 100 KB).
+pub const MAX_STORE_FILE_BYTES: u64 = 1 << 20;
+/// Format version written in the file.
+const FORMAT_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct StoreFile {
+    version: u32,
+    genesis_validators_root: B256,
+    finalized_header: String,
+    current_sync_committee: String,
+    next_sync_committee: Option<String>,
+    optimistic_header: String,
+    optimistic_participants: usize,
+    safe_header: String,
+    safe_participants: usize,
+    /// The safety threshold's inputs (absent in older files: the threshold restarts at 0).
+    #[serde(default)]
+    previous_max_active_participants: usize,
+    #[serde(default)]
+    current_max_active_participants: usize,
+}
+
+fn persist_error(path: &Path, detail: impl std::fmt::Display) -> LightError {
+    LightError::Persist {
+        path: path.display().to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+fn from_hex<T: Decode>(path: &Path, field: &str, text: &str) -> Result<T, LightError> {
+    let bytes =
+        const_hex::decode(text).map_err(|e| persist_error(path, format!("{field}: {e}")))?;
+    T::from_ssz_bytes(&bytes).map_err(|e| persist_error(path, format!("{field}: {e:?}")))
+}
+
+/// Writes the store to `path` (through a temporary file renamed over it, so a crash leaves
+/// either the old or the new file).
+pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
+    let file = StoreFile {
+        version: FORMAT_VERSION,
+        genesis_validators_root: store.spec.genesis_validators_root,
+        finalized_header: const_hex::encode_prefixed(store.finalized_header.as_ssz_bytes()),
+        current_sync_committee: const_hex::encode_prefixed(
+            store.current_sync_committee().as_ssz_bytes(),
+        ),
+        next_sync_committee: store
+            .next_sync_committee()
+            .as_ref()
+            .map(|c| const_hex::encode_prefixed(c.as_ssz_bytes())),
+        optimistic_header: const_hex::encode_prefixed(store.optimistic.header.as_ssz_bytes()),
+        optimistic_participants: store.optimistic.participants,
+        safe_header: const_hex::encode_prefixed(store.safe.header.as_ssz_bytes()),
+        safe_participants: store.safe.participants,
+        previous_max_active_participants: store.previous_max_active_participants,
+        current_max_active_participants: store.current_max_active_participants,
+    };
+    let text = serde_json::to_vec_pretty(&file).map_err(|e| persist_error(path, e))?;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| persist_error(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| persist_error(path, e))
+}
+
+/// Reads a store saved by [`save`] for the chain `spec`; `Ok(None)` when the file does not exist.
+pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, LightError> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(persist_error(path, e)),
+    };
+    let mut text = Vec::new();
+    file.take(MAX_STORE_FILE_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| persist_error(path, e))?;
+    if text.len() as u64 > MAX_STORE_FILE_BYTES {
+        return Err(persist_error(
+            path,
+            format!("larger than {MAX_STORE_FILE_BYTES} bytes"),
+        ));
+    }
+    let file: StoreFile = serde_json::from_slice(&text).map_err(|e| persist_error(path, e))?;
+    if file.version != FORMAT_VERSION {
+        return Err(persist_error(
+            path,
+            format!(
+                "format version {} (expected {FORMAT_VERSION})",
+                file.version
+            ),
+        ));
+    }
+    if file.genesis_validators_root != spec.genesis_validators_root {
+        return Err(persist_error(
+            path,
+            format!(
+                "saved for chain {} not {}",
+                file.genesis_validators_root, spec.genesis_validators_root
+            ),
+        ));
+    }
+    let next = match &file.next_sync_committee {
+        Some(text) => Some(from_hex::<SyncCommittee>(
+            path,
+            "next_sync_committee",
+            text,
+        )?),
+        None => None,
+    };
+    let mut store = LightClientStore::from_parts(
+        spec.clone(),
+        from_hex::<LightClientHeader>(path, "finalized_header", &file.finalized_header)?,
+        from_hex(path, "current_sync_committee", &file.current_sync_committee)?,
+        next,
+        TrustedHeader {
+            header: from_hex(path, "optimistic_header", &file.optimistic_header)?,
+            participants: file.optimistic_participants,
+        },
+        TrustedHeader {
+            header: from_hex(path, "safe_header", &file.safe_header)?,
+            participants: file.safe_participants,
+        },
+    )?;
+    store.previous_max_active_participants = file.previous_max_active_participants;
+    store.current_max_active_participants = file.current_max_active_participants;
+    Ok(Some(store))
+}

@@ -1,0 +1,59 @@
+//! Shared test helpers: the recorded mainnet cases in `shared/data/colibri`.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+
+/// The directory of the recorded cases (`SSZGATE_COLIBRI_DATA` or the shared default).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("SSZGATE_COLIBRI_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/shared/data/colibri"))
+}
+
+/// `(case, file name, bytes)` of every recorded file whose name starts with `prefix`, sorted.
+pub fn files_matching(prefix: &str) -> Vec<(String, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut cases: Vec<_> = std::fs::read_dir(data_dir())
+        .expect("data dir")
+        .flatten()
+        .collect();
+    cases.sort_by_key(|e| e.file_name());
+    for case in cases.into_iter().filter(|e| e.path().is_dir()) {
+        let mut files: Vec<_> = std::fs::read_dir(case.path())
+            .expect("case dir")
+            .flatten()
+            .collect();
+        files.sort_by_key(|e| e.file_name());
+        for file in files {
+            let name = file.file_name().to_string_lossy().into_owned();
+            if name.starts_with(prefix) {
+                let bytes = std::fs::read(file.path()).expect("read");
+                out.push((case.file_name().to_string_lossy().into_owned(), name, bytes));
+            }
+        }
+    }
+    out
+}
+
+/// One recorded file of a case.
+pub fn read(case: &str, name: &str) -> Vec<u8> {
+    std::fs::read(data_dir().join(case).join(name)).unwrap_or_else(|e| panic!("{case}/{name}: {e}"))
+}
+
+/// The one file of `case` whose name starts with `prefix`.
+pub fn read_prefixed(case: &str, prefix: &str) -> Vec<u8> {
+    let dir = data_dir().join(case);
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("case dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "{case}: files starting with {prefix}: {names:?}"
+    );
+    read(case, &names.remove(0))
+}

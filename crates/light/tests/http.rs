@@ -1,0 +1,104 @@
+//! `HttpBeaconApi` against a local HTTP server that serves a recorded case (by the
+//! recordings' file-name rule): the facade syncs and anchors over real HTTP; 404s, answers
+//! over the cap and a server that never answers are typed errors.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sszgate_light::api::BeaconApi;
+use sszgate_light::client::fetch_finalized_checkpoint;
+use sszgate_light::spec::ChainSpec;
+use sszgate_light::{BlockRef, HttpBeaconApi, LightClient, LightError, RecordedBeaconApi};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Starts a server on an ephemeral port; returns its base URL.
+async fn serve(dir: PathBuf) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(answer(socket, dir.clone()));
+        }
+    });
+    url
+}
+
+/// One request per connection: the recorded file, a 404, a 2 MiB body (`/big`) or nothing
+/// at all (`/silent`).
+async fn answer(mut socket: TcpStream, dir: PathBuf) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_string();
+    let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let ssz = text
+        .to_ascii_lowercase()
+        .contains("accept: application/octet-stream");
+    if path == "/silent" {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        return;
+    }
+    let body = if path == "/big" {
+        Some(vec![b'x'; 2 << 20])
+    } else {
+        let ext = if ssz { "ssz" } else { "json" };
+        std::fs::read(dir.join(format!("{}.{ext}", RecordedBeaconApi::file_stem(&path)))).ok()
+    };
+    let (status, body) = match body {
+        Some(body) => ("200 OK", body),
+        None => ("404 Not Found", b"{\"code\":404}".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = socket.write_all(head.as_bytes()).await;
+    let _ = socket.write_all(&body).await;
+}
+
+#[tokio::test]
+async fn facade_over_http_anchors_the_recorded_block_number() {
+    let url = serve(common::data_dir().join("eth_blockNumber_electra")).await;
+    let api = HttpBeaconApi::new(&url, Duration::from_secs(30)).unwrap();
+    let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
+    let client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| 1606824023 + 11658783 * 12);
+    assert_eq!(client.sync().await.unwrap().updates_applied, 1);
+    assert_eq!(
+        client.anchor(BlockRef::Latest).await.unwrap().number,
+        0x1566aae
+    );
+}
+
+#[tokio::test]
+async fn http_errors_are_typed() {
+    let url = serve(common::data_dir().join("eth_blockNumber_electra")).await;
+    let api = HttpBeaconApi::new(&url, Duration::from_millis(300)).unwrap();
+    let err = api
+        .get_ssz("/eth/v2/beacon/blocks/1", 1 << 20)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LightError::NotFound { .. }), "{err}");
+    let err = api.get_ssz("/big", 1 << 20).await.unwrap_err();
+    assert!(
+        matches!(&err, LightError::Api { detail, .. } if detail.contains("over 1048576")),
+        "{err}"
+    );
+    let err = api.get_json("/silent", 1 << 20).await.unwrap_err();
+    assert!(
+        matches!(&err, LightError::Api { detail, .. } if detail.contains("within")),
+        "{err}"
+    );
+    assert!(HttpBeaconApi::new("https://example.org", Duration::from_secs(1)).is_err());
+}

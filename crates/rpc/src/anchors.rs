@@ -1,0 +1,90 @@
+//! The trust input: an [`AnchorSource`] names execution blocks (number and hash) it verified,
+//! and [`FixedAnchors`] is one built from a fixed list (tests, or a pinned block).
+//!
+//! Not here: how anchors are verified (the light client's business) or blocks derived from
+//! an anchor by parent hash (`verifier`).
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    future::Future,
+};
+
+use alloy_primitives::B256;
+use sszgate_light::{Anchor, BlockRef};
+
+use crate::error::AnchorError;
+
+/// A source of trusted execution blocks; the verifier trusts nothing else.
+pub trait AnchorSource: Send + Sync + 'static {
+    /// The anchor of `r`, or why there is none.
+    fn anchor(&self, r: BlockRef) -> impl Future<Output = Result<Anchor, AnchorError>> + Send;
+}
+
+/// A fixed set of anchors, by number and hash, and which of them the tags name.
+#[derive(Debug, Clone, Default)]
+pub struct FixedAnchors {
+    by_number: BTreeMap<u64, Anchor>,
+    by_hash: HashMap<B256, Anchor>,
+    latest: Option<u64>,
+    safe: Option<u64>,
+    finalized: Option<u64>,
+}
+
+impl FixedAnchors {
+    /// No anchors.
+    pub fn new() -> FixedAnchors {
+        FixedAnchors::default()
+    }
+
+    /// Adds `anchor`; the newest added so far is `latest` unless a tag says otherwise.
+    pub fn with(mut self, anchor: Anchor) -> FixedAnchors {
+        self.by_number.insert(anchor.number, anchor);
+        self.by_hash.insert(anchor.hash, anchor);
+        self
+    }
+
+    /// Names the anchored block `number` as `tag` (`Latest`, `Safe` or `Finalized`).
+    pub fn tag(mut self, tag: BlockRef, number: u64) -> FixedAnchors {
+        match tag {
+            BlockRef::Latest => self.latest = Some(number),
+            BlockRef::Safe => self.safe = Some(number),
+            BlockRef::Finalized => self.finalized = Some(number),
+            BlockRef::Number(_) | BlockRef::Hash(_) => {}
+        }
+        self
+    }
+
+    /// The block a tag names; `latest` defaults to the newest anchor, the others to none.
+    fn by_tag(&self, tag: Option<u64>, name: &str) -> Result<Anchor, AnchorError> {
+        let newest = (name == "latest")
+            .then(|| self.by_number.keys().next_back().copied())
+            .flatten();
+        let number = tag
+            .or(newest)
+            .ok_or_else(|| AnchorError::NotAnchored(name.to_string()))?;
+        self.number(number)
+    }
+
+    fn number(&self, n: u64) -> Result<Anchor, AnchorError> {
+        self.by_number
+            .get(&n)
+            .copied()
+            .ok_or_else(|| AnchorError::NotAnchored(format!("block {n}")))
+    }
+}
+
+impl AnchorSource for FixedAnchors {
+    async fn anchor(&self, r: BlockRef) -> Result<Anchor, AnchorError> {
+        match r {
+            BlockRef::Latest => self.by_tag(self.latest, "latest"),
+            BlockRef::Safe => self.by_tag(self.safe.or(self.finalized), "safe"),
+            BlockRef::Finalized => self.by_tag(self.finalized, "finalized"),
+            BlockRef::Number(n) => self.number(n),
+            BlockRef::Hash(h) => self
+                .by_hash
+                .get(&h)
+                .copied()
+                .ok_or_else(|| AnchorError::NotAnchored(format!("block {h}"))),
+        }
+    }
+}

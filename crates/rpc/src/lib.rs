@@ -1,0 +1,35 @@
+//! Verified `eth_*` JSON-RPC: each answer of an untrusted execution RPC checked against an
+//! execution block anchored in a verified beacon header before it is returned.
+//!
+//! The trust comes from an [`AnchorSource`] (the light client, through an adapter; or
+//! [`FixedAnchors`] in tests): it names the execution block number and hash of a block it
+//! verified. Everything else — headers, proofs, transactions, receipts — comes from the
+//! untrusted [`Upstream`] and is checked against an anchored hash before it is used
+//! ([`Verifier`]). [`serve`] puts a JSON-RPC server in front of it.
+//!
+//! Modules: `anchors` (the trust input), `blobs` (the chain's blob schedule), `upstream` (the untrusted client), `blocks` (headers
+//! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
+//! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
+//! proven state), `verifier` (the methods),
+//! `server` (HTTP, batches, metrics), `error`.
+
+mod anchors;
+mod blobs;
+mod blocks;
+mod call;
+mod error;
+mod params;
+mod receipts;
+mod render;
+mod server;
+mod state;
+mod upstream;
+mod verifier;
+
+pub use anchors::{AnchorSource, FixedAnchors};
+pub use blobs::BlobSchedule;
+pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
+pub use server::{Config, Metrics, Server, serve};
+pub use sszgate_light::{Anchor, BlockRef, Trust};
+pub use upstream::Upstream;
+pub use verifier::{Limits, METHODS, Verifier};

@@ -1,0 +1,380 @@
+//! The JSON-RPC server (hyper 1, HTTP/1.1 POST): single requests and batches (bounded count
+//! and body size), JSON-RPC error codes, verified answers from the [`Verifier`], methods on
+//! the `allow_unverified` list passed through (logged and counted as such), and
+//! `GET /metrics` (Prometheus text: requests per method and outcome, failures per check).
+//!
+//! Not here: the checks (`verifier`), the command line (the binary's).
+
+use std::{
+    collections::BTreeMap,
+    convert::Infallible,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, service::service_fn};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::{net::TcpListener, task::JoinHandle};
+
+use crate::{
+    AnchorSource,
+    blobs::BlobSchedule,
+    error::RpcError,
+    upstream::Upstream,
+    verifier::{Limits, METHODS, Verifier},
+};
+
+/// What the server listens on, reads from, and allows.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The untrusted execution JSON-RPC URL.
+    pub execution: String,
+    /// The untrusted Beacon API base URL (block bodies from beacon blocks), if any.
+    pub beacon: Option<String>,
+    /// The chain id answered by `eth_chainId` (trusted configuration, not the upstream's).
+    pub chain_id: u64,
+    /// Where to listen (`127.0.0.1:0` for an ephemeral port).
+    pub listen: SocketAddr,
+    /// Timeout of one upstream request.
+    pub upstream_timeout: Duration,
+    /// The largest upstream answer read, in bytes.
+    pub max_upstream_answer: usize,
+    /// The largest client request body, in bytes.
+    pub max_request_body: usize,
+    /// The most requests in one batch.
+    pub max_batch: usize,
+    /// Bounds of one request's cost.
+    pub limits: Limits,
+    /// Methods passed through to the execution RPC unverified.
+    pub allow_unverified: Vec<String>,
+    /// The chain's blob schedule (receipts' `blobGasPrice`, `BLOBBASEFEE` in calls).
+    pub blob_schedule: BlobSchedule,
+}
+
+impl Config {
+    /// Defaults for `execution` on chain `chain_id`: ephemeral local port, 10 s upstream
+    /// timeout, 64 MiB answers, 1 MiB requests, batches of 100, the chain's known blob
+    /// schedule (mainnet's; none for other chains).
+    pub fn new(execution: &str, chain_id: u64) -> Config {
+        Config {
+            execution: execution.to_string(),
+            beacon: None,
+            chain_id,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            upstream_timeout: Duration::from_secs(10),
+            max_upstream_answer: 64 << 20,
+            max_request_body: 1 << 20,
+            max_batch: 100,
+            limits: Limits::default(),
+            allow_unverified: Vec::new(),
+            blob_schedule: BlobSchedule::for_chain(chain_id),
+        }
+    }
+}
+
+/// Request counters: per method and outcome, failed checks per method and check, and the
+/// time spent answering per method.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, &'static str), u64>>,
+    checks: Mutex<BTreeMap<(String, &'static str), u64>>,
+    seconds: Mutex<BTreeMap<String, (u64, f64)>>,
+}
+
+impl Metrics {
+    fn record(
+        &self,
+        method: &str,
+        result: &Result<Value, RpcError>,
+        passed_through: bool,
+        elapsed: Duration,
+    ) {
+        if let Ok(mut m) = self.seconds.lock() {
+            let entry = m.entry(method.to_string()).or_default();
+            entry.0 += 1;
+            entry.1 += elapsed.as_secs_f64();
+        }
+        let outcome = match result {
+            Ok(_) if passed_through => "unverified",
+            Ok(_) => "verified",
+            Err(e) => e.outcome(),
+        };
+        if let Ok(mut m) = self.requests.lock() {
+            *m.entry((method.to_string(), outcome)).or_default() += 1;
+        }
+        if let (Err(RpcError::Verification(v)), Ok(mut m)) = (result, self.checks.lock()) {
+            *m.entry((method.to_string(), v.check.name())).or_default() += 1;
+        }
+    }
+
+    /// Requests of `method` with `outcome` (`verified`, `unverified`, `refused`, `failed`,
+    /// `invalid`).
+    pub fn requests(&self, method: &str, outcome: &str) -> u64 {
+        self.requests
+            .lock()
+            .ok()
+            .and_then(|m| {
+                m.get(&(method.to_string(), outcome_label(outcome)?))
+                    .copied()
+            })
+            .unwrap_or(0)
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "# HELP sszgate_rpc_requests_total JSON-RPC requests by method and outcome.\n# TYPE sszgate_rpc_requests_total counter\n",
+        );
+        if let Ok(m) = self.requests.lock() {
+            for ((method, outcome), n) in m.iter() {
+                out += &format!(
+                    "sszgate_rpc_requests_total{{method=\"{method}\",outcome=\"{outcome}\"}} {n}\n"
+                );
+            }
+        }
+        out += "# HELP sszgate_rpc_checks_failed_total Answers refused, by method and failed check.\n# TYPE sszgate_rpc_checks_failed_total counter\n";
+        if let Ok(m) = self.checks.lock() {
+            for ((method, check), n) in m.iter() {
+                out += &format!(
+                    "sszgate_rpc_checks_failed_total{{method=\"{method}\",check=\"{check}\"}} {n}\n"
+                );
+            }
+        }
+        out += "# HELP sszgate_rpc_request_seconds Time to answer (upstream requests and checks), by method.\n# TYPE sszgate_rpc_request_seconds summary\n";
+        if let Ok(m) = self.seconds.lock() {
+            for (method, (count, sum)) in m.iter() {
+                out += &format!("sszgate_rpc_request_seconds_sum{{method=\"{method}\"}} {sum}\n");
+                out +=
+                    &format!("sszgate_rpc_request_seconds_count{{method=\"{method}\"}} {count}\n");
+            }
+        }
+        out
+    }
+}
+
+fn outcome_label(outcome: &str) -> Option<&'static str> {
+    ["verified", "unverified", "refused", "failed", "invalid"]
+        .into_iter()
+        .find(|o| *o == outcome)
+}
+
+struct Shared<A> {
+    verifier: Verifier<A>,
+    config: Config,
+    metrics: Arc<Metrics>,
+}
+
+/// A running server; dropped or [`Server::stop`]ped, it stops accepting.
+pub struct Server {
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    task: JoinHandle<()>,
+}
+
+impl Server {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Its counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Stops accepting connections.
+    pub fn stop(self) {}
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts the verified JSON-RPC server for `config`, trusting `anchors`.
+pub async fn serve<A: AnchorSource>(config: Config, anchors: A) -> Result<Server, String> {
+    let upstream = Upstream::new(
+        &config.execution,
+        config.beacon.as_deref(),
+        config.upstream_timeout,
+        config.max_upstream_answer,
+    )?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("listen on {}: {e}", config.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let metrics = Arc::new(Metrics::default());
+    let shared = Arc::new(Shared {
+        verifier: Verifier::new(anchors, upstream, config.chain_id, config.limits)
+            .with_blob_schedule(config.blob_schedule.clone()),
+        config,
+        metrics: metrics.clone(),
+    });
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| handle(shared.clone(), req));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(Server {
+        addr,
+        metrics,
+        task,
+    })
+}
+
+fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    if let Ok(v) = content_type.parse() {
+        response.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    response
+}
+
+fn error_reply(status: StatusCode, error: RpcError) -> Response<Full<Bytes>> {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": error.to_json()});
+    reply(status, "application/json", body.to_string())
+}
+
+async fn handle<A: AnchorSource>(
+    shared: Arc<Shared<A>>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => {
+            return Ok(reply(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                shared.metrics.render(),
+            ));
+        }
+        (&Method::GET, "/health") => return Ok(reply(StatusCode::OK, "text/plain", "ok\n".into())),
+        (&Method::POST, _) => {}
+        _ => {
+            return Ok(error_reply(
+                StatusCode::METHOD_NOT_ALLOWED,
+                RpcError::InvalidRequest("JSON-RPC is POSTed; GET /metrics, GET /health".into()),
+            ));
+        }
+    }
+    let limit = shared.config.max_request_body;
+    let body = match Limited::new(req.into_body(), limit).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Ok(error_reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                RpcError::InvalidRequest(format!("request body larger than {limit} bytes")),
+            ));
+        }
+    };
+    Ok(answer_body(&shared, &body).await)
+}
+
+/// The answer to a POSTed body: one request or a batch.
+async fn answer_body<A: AnchorSource>(shared: &Shared<A>, body: &[u8]) -> Response<Full<Bytes>> {
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return error_reply(StatusCode::OK, RpcError::Parse(e.to_string())),
+    };
+    let answer = match request {
+        Value::Array(batch) => {
+            if batch.is_empty() || batch.len() > shared.config.max_batch {
+                return error_reply(
+                    StatusCode::OK,
+                    RpcError::InvalidRequest(format!(
+                        "a batch holds 1 to {} requests, this one {}",
+                        shared.config.max_batch,
+                        batch.len()
+                    )),
+                );
+            }
+            let mut answers = Vec::with_capacity(batch.len());
+            for one in batch {
+                answers.extend(answer_one(shared, one).await);
+            }
+            Value::Array(answers)
+        }
+        one => match answer_one(shared, one).await {
+            Some(a) => a,
+            None => return reply(StatusCode::NO_CONTENT, "application/json", String::new()),
+        },
+    };
+    reply(StatusCode::OK, "application/json", answer.to_string())
+}
+
+/// One JSON-RPC request's answer; `None` for a notification (no `id`).
+async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Option<Value> {
+    let id = request.get("id").cloned();
+    let result = match parse_call(&request) {
+        Ok((method, params)) => {
+            let started = std::time::Instant::now();
+            let mut result = shared.verifier.call(method, &params).await;
+            let allowed = shared.config.allow_unverified.iter().any(|m| m == method);
+            let passed = allowed && matches!(result, Err(RpcError::Unverifiable(_)));
+            if passed {
+                tracing::warn!(method, "passed through unverified");
+                result = shared
+                    .verifier
+                    .upstream()
+                    .call(method, Value::Array(params))
+                    .await
+                    .map_err(RpcError::from);
+            }
+            let label = if METHODS.contains(&method) || allowed {
+                method
+            } else {
+                "other"
+            };
+            shared
+                .metrics
+                .record(label, &result, passed, started.elapsed());
+            result
+        }
+        Err(e) => Err(e),
+    };
+    // A valid request without an id is a notification: no answer. An invalid one is
+    // answered with a null id.
+    let id = match (id, &result) {
+        (Some(id), _) => id,
+        (None, Err(RpcError::InvalidRequest(_))) => Value::Null,
+        (None, _) => return None,
+    };
+    Some(match result {
+        Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
+        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
+    })
+}
+
+fn parse_call(request: &Value) -> Result<(&str, Vec<Value>), RpcError> {
+    if !request.is_object() {
+        return Err(RpcError::InvalidRequest(
+            "a request is a JSON object".into(),
+        ));
+    }
+    let method = request
+        .get("method")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::InvalidRequest("no method".into()))?;
+    let params = match request.get("params") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(p)) => p.clone(),
+        Some(_) => return Err(RpcError::InvalidParams("params must be a list".into())),
+    };
+    Ok((method, params))
+}

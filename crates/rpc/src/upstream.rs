@@ -1,0 +1,192 @@
+//! The untrusted upstreams: an execution JSON-RPC endpoint and, optionally, a Beacon API. Every
+//! request has a timeout, every answer a size bound read before it is kept, and an answer that
+//! is not a JSON-RPC result is an error. Nothing read here is trusted: callers check it.
+//!
+//! Not here: any verification.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{Request, StatusCode, Uri, header};
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::UpstreamError;
+
+/// The untrusted execution RPC and Beacon API.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    client: Client<HttpConnector, Full<Bytes>>,
+    execution: Uri,
+    beacon: Option<String>,
+    timeout: Duration,
+    max_answer: usize,
+}
+
+impl Upstream {
+    /// Clients for `execution` (JSON-RPC URL) and `beacon` (Beacon API base URL).
+    pub fn new(
+        execution: &str,
+        beacon: Option<&str>,
+        timeout: Duration,
+        max_answer: usize,
+    ) -> Result<Upstream, String> {
+        let execution: Uri = execution
+            .parse()
+            .map_err(|e| format!("execution URL {execution:?}: {e}"))?;
+        if let Some(b) = beacon {
+            b.parse::<Uri>()
+                .map_err(|e| format!("beacon URL {b:?}: {e}"))?;
+        }
+        Ok(Upstream {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            execution,
+            beacon: beacon.map(|b| b.trim_end_matches('/').to_string()),
+            timeout,
+            max_answer,
+        })
+    }
+
+    /// Whether a Beacon API is configured.
+    pub fn has_beacon(&self) -> bool {
+        self.beacon.is_some()
+    }
+
+    /// Calls `method` and returns its `result` (which may be `null`).
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, UpstreamError> {
+        self.call_raw(method, &params.to_string()).await
+    }
+
+    /// Calls `method` with `params` given as JSON text (kept as written: object keys in the
+    /// order given) and returns its `result`.
+    pub async fn call_raw(&self, method: &str, params: &str) -> Result<Value, UpstreamError> {
+        let what = format!("{method} {params}");
+        let method = Value::from(method);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":{method},"params":{params}}}"#);
+        let request = Request::post(self.execution.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| transport(&what, e))?;
+        let (status, bytes) = self.exchange(&what, request).await?;
+        let answer: Value = serde_json::from_slice(&bytes).map_err(|e| malformed(&what, e))?;
+        if let Some(error) = answer.get("error") {
+            return Err(UpstreamError::Rpc {
+                what,
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect(),
+            });
+        }
+        if status != StatusCode::OK {
+            return Err(UpstreamError::Status {
+                what,
+                status: status.as_u16(),
+            });
+        }
+        match answer {
+            Value::Object(mut o) if o.contains_key("result") => {
+                Ok(o.remove("result").unwrap_or(Value::Null))
+            }
+            _ => Err(malformed(&what, "no `result` in the answer")),
+        }
+    }
+
+    /// Calls `method` and decodes a non-null `result` as `T`.
+    pub async fn call_as<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<T>, UpstreamError> {
+        let what = format!("{method} {params}");
+        match self.call(method, params).await? {
+            Value::Null => Ok(None),
+            v => serde_json::from_value(v)
+                .map(Some)
+                .map_err(|e| malformed(&what, e)),
+        }
+    }
+
+    /// GETs `path` from the Beacon API as SSZ (`application/octet-stream`).
+    pub async fn beacon_ssz(&self, path: &str) -> Result<Bytes, UpstreamError> {
+        let base = self
+            .beacon
+            .as_ref()
+            .ok_or_else(|| UpstreamError::NoBeacon(path.to_string()))?;
+        let what = format!("GET {path}");
+        let uri: Uri = format!("{base}{path}")
+            .parse()
+            .map_err(|e| transport(&what, e))?;
+        let request = Request::get(uri)
+            .header(header::ACCEPT, "application/octet-stream")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| transport(&what, e))?;
+        let (status, bytes) = self.exchange(&what, request).await?;
+        if status != StatusCode::OK {
+            return Err(UpstreamError::Status {
+                what,
+                status: status.as_u16(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// One HTTP exchange: timeout over the whole of it, the body bounded.
+    async fn exchange(
+        &self,
+        what: &str,
+        request: Request<Full<Bytes>>,
+    ) -> Result<(StatusCode, Bytes), UpstreamError> {
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| transport(what, e))?;
+            let status = response.status();
+            let body = Limited::new(response.into_body(), self.max_answer)
+                .collect()
+                .await
+                .map_err(|e| {
+                    if e.is::<http_body_util::LengthLimitError>() {
+                        UpstreamError::TooLarge {
+                            what: what.to_string(),
+                            limit: self.max_answer,
+                        }
+                    } else {
+                        transport(what, e)
+                    }
+                })?;
+            Ok((status, body.to_bytes()))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| UpstreamError::Timeout {
+                what: what.to_string(),
+                millis: self.timeout.as_millis() as u64,
+            })?
+    }
+}
+
+fn transport(what: &str, e: impl std::fmt::Display) -> UpstreamError {
+    UpstreamError::Transport {
+        what: what.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn malformed(what: &str, e: impl std::fmt::Display) -> UpstreamError {
+    UpstreamError::Malformed {
+        what: what.to_string(),
+        detail: e.to_string().chars().take(300).collect(),
+    }
+}

@@ -1,0 +1,266 @@
+//! Shared by the recorded-data tests: the colibri case directories, anchors taken from a
+//! case's recorded beacon blocks, a verified RPC server in front of a case's replay server, a
+//! plain JSON-RPC client, and the comparison with `expected_result`.
+//!
+//! Not here: the tests themselves.
+#![allow(dead_code)]
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use alloy_primitives::B256;
+use alloy_rpc_types_engine::ExecutionPayloadV3;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+use serde_json::{Value, json};
+use ssz::Decode;
+use sszgate_engine::ssz::{Field, Ty, fields};
+use sszgate_fixtures::replay::{Answer, Replay};
+use sszgate_rpc::{Anchor, BlockRef, Config, FixedAnchors, Server, Trust, serve};
+
+/// The recorded cases (`shared/data/colibri/`).
+pub(crate) fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/colibri")
+}
+
+/// Every case directory, by name.
+pub(crate) fn case_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(cases_dir())
+        .expect("the colibri recordings")
+        .flatten()
+        .filter(|e| e.path().join("test.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A case's `test.json`.
+pub(crate) fn test_json(case: &str) -> Value {
+    let text = std::fs::read_to_string(cases_dir().join(case).join("test.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+const OPAQUE: Ty = Ty::Bytes(usize::MAX);
+const fn f(name: &'static str, ty: &'static Ty) -> Field {
+    Field { name, ty }
+}
+static SIGNED: Ty = Ty::Container(
+    "SignedBeaconBlock",
+    &[f("message", &OPAQUE), f("signature", &Ty::Fixed(96))],
+);
+static BLOCK: Ty = Ty::Container(
+    "BeaconBlock",
+    &[
+        f("slot", &Ty::Fixed(8)),
+        f("proposer_index", &Ty::Fixed(8)),
+        f("parent_root", &Ty::Fixed(32)),
+        f("state_root", &Ty::Fixed(32)),
+        f("body", &OPAQUE),
+    ],
+);
+
+/// Slot, parent root, and the execution payload's number and hash of a recorded
+/// `SignedBeaconBlock` (Deneb or Electra: the payload offset is at the same place).
+pub(crate) fn beacon_block_facts(bytes: &[u8]) -> (u64, B256, u64, B256) {
+    let message = fields(&SIGNED, bytes).unwrap()[0];
+    let block = fields(&BLOCK, message).unwrap();
+    let body = block[4];
+    // The payload is the tenth field; its offset sits after 96 + 72 + 32 + 5 × 4 + 160 bytes.
+    let at = 96 + 72 + 32 + 20 + 160;
+    let start = u32::from_le_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+    let end = u32::from_le_bytes(body[at + 4..at + 8].try_into().unwrap()) as usize;
+    let payload = ExecutionPayloadV3::from_ssz_bytes(&body[start..end]).unwrap();
+    let inner = &payload.payload_inner.payload_inner;
+    (
+        u64::from_le_bytes(block[0].try_into().unwrap()),
+        B256::from_slice(block[2]),
+        inner.block_number,
+        inner.block_hash,
+    )
+}
+
+/// Anchors from a case's recorded beacon blocks named by root; `latest` is the head block's
+/// parent (what colibri proves for `latest`) when the recording has the head block.
+pub(crate) fn anchors_of(case: &str) -> (FixedAnchors, Vec<Anchor>) {
+    let dir = cases_dir().join(case);
+    let mut anchors = Vec::new();
+    let mut head_parent = None;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("eth_v2_beacon_blocks_") else {
+            continue;
+        };
+        let Some(id) = rest.strip_suffix(".ssz") else {
+            continue;
+        };
+        let bytes = std::fs::read(entry.path()).unwrap();
+        let (slot, parent, number, hash) = beacon_block_facts(&bytes);
+        if id == "head" {
+            head_parent = Some(parent);
+        } else if let Ok(beacon_root) = id.parse::<B256>() {
+            anchors.push(Anchor {
+                slot,
+                beacon_root,
+                number,
+                hash,
+                trust: Trust::Finalized,
+            });
+        }
+    }
+    anchors.sort_by_key(|a| a.number);
+    let mut fixed = FixedAnchors::new();
+    for a in &anchors {
+        fixed = fixed.with(*a);
+    }
+    if let Some(latest) = head_parent.and_then(|p| anchors.iter().find(|a| a.beacon_root == p)) {
+        fixed = fixed.tag(BlockRef::Latest, latest.number);
+    }
+    (fixed, anchors)
+}
+
+/// A replay server of `case` (answers replaced by `answers`) and a verified RPC server
+/// trusting `anchors` in front of it, as execution RPC and Beacon API both.
+pub(crate) async fn start(
+    case: &str,
+    answers: HashMap<String, Answer>,
+    anchors: FixedAnchors,
+) -> (Replay, Server) {
+    start_with(case, answers, anchors, |_| {}).await
+}
+
+/// [`start`] with the server's configuration changed by `tweak`.
+pub(crate) async fn start_with(
+    case: &str,
+    answers: HashMap<String, Answer>,
+    anchors: FixedAnchors,
+    tweak: impl FnOnce(&mut Config),
+) -> (Replay, Server) {
+    let replay = Replay::start_with(&cases_dir().join(case), answers)
+        .await
+        .unwrap();
+    let mut config = Config::new(&replay.url(), 1);
+    config.beacon = Some(replay.url());
+    config.upstream_timeout = Duration::from_secs(5);
+    tweak(&mut config);
+    let server = serve(config, anchors).await.unwrap();
+    (replay, server)
+}
+
+/// POSTs `body` to `url`; the JSON answer.
+pub(crate) async fn post(url: &str, body: &Value) -> Value {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = hyper::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Calls `method` on the verified server; its whole JSON-RPC answer.
+pub(crate) async fn call(server: &Server, method: &str, params: &Value) -> Value {
+    post(
+        &server.url(),
+        &json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
+    )
+    .await
+}
+
+/// Keys the standard answer carries that colibri's rendering leaves out (colibri-proofs §11:
+/// no `requestsHash`; EIP-1186's `address`; a receipt's `contractAddress` when null; a blob
+/// transaction's `maxFeePerBlobGas`; a block's `size`).
+const STANDARD_ONLY: &[&str] = &[
+    "size",
+    "requestsHash",
+    "address",
+    "contractAddress",
+    "maxFeePerBlobGas",
+];
+/// Keys the standard renders as quantities and colibri as 32-byte words (a signature's `r`
+/// and `s`, a storage proof's `value`): compared as numbers.
+const QUANTITIES: &[&str] = &[".r", ".s", ".value"];
+/// Colibri's `withdrawalsRoot` is the SSZ root of the withdrawals, not the header's field
+/// (colibri-proofs §15.10); ours is the header's, bound by the block hash. The paths where the
+/// two differ are reported by [`same`] through this marker instead of failing.
+pub(crate) const WITHDRAWALS_ROOT: &str = "result.withdrawalsRoot";
+/// Keys colibri renders on every transaction whatever its type, empty (`[]` or `0x0`) when the
+/// type has no such field.
+const COLIBRI_ONLY_EMPTY: &[&str] = &[
+    "authorizationList",
+    "blobVersionedHashes",
+    "accessList",
+    "maxFeePerGas",
+    "maxPriorityFeePerGas",
+];
+
+/// Compares a verified answer with colibri's `expected_result`: equal values; keys only one
+/// side has must be those above; a storage proof `value` may be a 32-byte word on colibri's
+/// side and a quantity on the standard side.
+pub(crate) fn same(ours: &Value, expected: &Value, path: &str) -> Result<(), String> {
+    match (ours, expected) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get(k) {
+                    Some(o) => same(o, v, &format!("{path}.{k}"))?,
+                    None if COLIBRI_ONLY_EMPTY.contains(&k.as_str())
+                        && (v == &json!([]) || v == &json!("0x0")) => {}
+                    None if k == "yParity" && legacy_parity(a) == v.as_str() => {}
+                    None => return Err(format!("{path}.{k}: missing, expected {v}")),
+                }
+            }
+            for k in a.keys() {
+                if !b.contains_key(k) && !STANDARD_ONLY.contains(&k.as_str()) {
+                    return Err(format!("{path}.{k}: not in the expected result ({})", a[k]));
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            if a.len() != b.len() {
+                return Err(format!("{path}: {} items, expected {}", a.len(), b.len()));
+            }
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .try_for_each(|(i, (x, y))| same(x, y, &format!("{path}[{i}]")))
+        }
+        (Value::String(_), Value::String(_)) if path == WITHDRAWALS_ROOT => Ok(()),
+        (Value::String(a), Value::String(b)) if QUANTITIES.iter().any(|q| path.ends_with(q)) => {
+            let (x, y) = (
+                a.parse::<alloy_primitives::U256>(),
+                b.parse::<alloy_primitives::U256>(),
+            );
+            if x.is_ok() && x == y {
+                Ok(())
+            } else {
+                Err(format!("{path}: {a} ≠ {b}"))
+            }
+        }
+        (a, b) if a == b => Ok(()),
+        (a, b)
+            if a.as_str().map(str::to_lowercase) == b.as_str().map(str::to_lowercase)
+                && a.is_string() =>
+        {
+            Ok(())
+        }
+        (a, b) => Err(format!("{path}: {a} ≠ {b}")),
+    }
+}
+
+/// The signature parity of a legacy transaction from its `v` (27/28, or EIP-155
+/// `chainId * 2 + 35/36`), as colibri renders it in `yParity`.
+fn legacy_parity(tx: &serde_json::Map<String, Value>) -> Option<&'static str> {
+    let v = u64::from_str_radix(tx.get("v")?.as_str()?.strip_prefix("0x")?, 16).ok()?;
+    let odd = if v >= 35 {
+        (v - 35) % 2
+    } else {
+        v.checked_sub(27)? % 2
+    };
+    Some(if odd == 1 { "0x1" } else { "0x0" })
+}
