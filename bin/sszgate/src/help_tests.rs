@@ -256,7 +256,7 @@ fn the_checks_catch_what_they_look_for() {
 }
 
 /// The long-running commands, configured by an operator's service file as often as by flags.
-const DAEMONS: [&str; 1] = ["proxy"];
+const DAEMONS: [&str; 2] = ["proxy", "rpc"];
 
 /// The flags of `cmd` with no `SSZGATE_` environment variable.
 fn flags_without_env(cmd: &clap::Command) -> Vec<String> {

@@ -12,6 +12,7 @@ mod input;
 mod lab;
 mod proxy;
 mod report;
+mod rpc;
 mod verify;
 
 use lab::{bench, devnet};
@@ -39,8 +40,8 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(after_help = "\
-Operator commands (proxy, ctl, drive, convert, methods, verify, report) work with the CL and EL
-you run; lab commands (demo, devnet, bench) start clients and proxies of their own.
+Operator commands (proxy, ctl, rpc, drive, convert, methods, verify, report) work with the
+clients you run; lab commands (demo, devnet, bench) start clients and proxies of their own.
 Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.")]
 struct Cli {
     #[command(subcommand)]
@@ -70,6 +71,10 @@ enum Command {
     /// Report on recorded calls: latency, overhead by EL and blob count, bridge, verdicts.
     #[command(display_order = 6)]
     Report(report::ReportArgs),
+    /// Serve verified eth_* JSON-RPC: answers of an untrusted execution RPC checked against
+    /// blocks a beacon light client anchors.
+    #[command(display_order = 8)]
+    Rpc(rpc::RpcArgs),
     /// Control a running proxy (rules, add, rm, clear, pause, resume): inject faults per
     /// method (delay, error, status, drop, corrupt), pause and resume forwarding.
     #[command(display_order = 7)]
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Methods => convert::print_methods(),
         Command::Ctl(args) => ctl::run(args),
+        Command::Rpc(args) => rpc::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -119,6 +125,16 @@ fn main() -> ExitCode {
             eprintln!("sszgate: error: {err:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM: how a daemon (`proxy`, `rpc`) is told to stop.
+pub(crate) async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
 }
 

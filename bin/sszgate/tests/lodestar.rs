@@ -416,9 +416,7 @@ fn a_failed_get_payload_is_seen_by_lodestar_and_the_chain_recovers_when_the_rule
     assert!(injected[0][0].as_deref().unwrap().parse::<u64>().unwrap() >= 1);
     let after = rows(
         &db,
-        &format!(
-            "SELECT block_hash FROM calls WHERE method = 'engine_newPayloadV4' AND payload_status = 'VALID' AND block_number > (SELECT max(block_number) FROM calls WHERE method = 'engine_newPayloadV4' AND arrival_unix_us < (SELECT max(arrival_unix_us) FROM calls WHERE injected IS NOT NULL))"
-        ),
+        "SELECT block_hash FROM calls WHERE method = 'engine_newPayloadV4' AND payload_status = 'VALID' AND block_number > (SELECT max(block_number) FROM calls WHERE method = 'engine_newPayloadV4' AND arrival_unix_us < (SELECT max(arrival_unix_us) FROM calls WHERE injected IS NOT NULL))",
     );
     assert!(
         after.len() >= 3,

@@ -88,3 +88,21 @@ impl AnchorSource for FixedAnchors {
         }
     }
 }
+
+/// The beacon light client as the verifier's anchor source: a block it cannot connect to a
+/// signed header is not anchored (the verifier may still reach it by parent hash from one it
+/// can); any other failure of the light client makes it unavailable.
+pub struct LightAnchors<A: sszgate_light::BeaconApi>(
+    pub std::sync::Arc<sszgate_light::LightClient<A>>,
+);
+
+impl<A: sszgate_light::BeaconApi + 'static> AnchorSource for LightAnchors<A> {
+    async fn anchor(&self, r: BlockRef) -> Result<Anchor, AnchorError> {
+        self.0.anchor(r).await.map_err(|e| match e {
+            sszgate_light::LightError::NotConnected { .. } => {
+                AnchorError::NotAnchored(e.to_string())
+            }
+            other => AnchorError::Unavailable(other.to_string()),
+        })
+    }
+}

@@ -26,7 +26,7 @@ mod state;
 mod upstream;
 mod verifier;
 
-pub use anchors::{AnchorSource, FixedAnchors};
+pub use anchors::{AnchorSource, FixedAnchors, LightAnchors};
 pub use blobs::BlobSchedule;
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
 pub use server::{Config, Metrics, Server, serve};

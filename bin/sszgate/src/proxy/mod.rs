@@ -160,7 +160,7 @@ async fn serve_until_stopped(
     // A listener that cannot go on ends the process (non-zero, after the records are
     // written): a supervisor restarts it, where a live process with a dead port would not be.
     let failed = tokio::select! {
-        () = shutdown_signal() => None,
+        () = crate::shutdown_signal() => None,
         ended = &mut relay => Some(("the Engine API listener", ended)),
         ended = &mut control_task => Some(("the metrics listener", ended)),
     };
@@ -193,13 +193,4 @@ fn listener_ended(
     };
     tracing::error!(listener, %why, "a listener cannot go on; stopping so that a supervisor restarts sszgate");
     anyhow::anyhow!("{listener} cannot go on: {why}")
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }
