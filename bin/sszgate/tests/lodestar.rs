@@ -65,24 +65,10 @@ struct Chain {
 }
 
 impl Chain {
-    /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL. A start
-    /// whose Lodestar could not bind the p2p port `up.sh` picked free (taken since by another
-    /// process) is made again once.
+    /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL (the caller
+    /// starts what listens there at once: a Lodestar that misses its first slots for want of
+    /// an EL falls into "syncing" and proposes nothing).
     fn up(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
-        let chain = Chain::up_once(tools, geth_auth, cl_engine);
-        let started = Instant::now();
-        // Lodestar binds its p2p port within a second or two of starting; watch for ten.
-        while started.elapsed() < Duration::from_secs(10) {
-            if chain.log("lodestar.log").contains("could not listen") {
-                drop(chain);
-                return Chain::up_once(tools, geth_auth, cl_engine);
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        chain
-    }
-
-    fn up_once(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
         let run = tempfile::tempdir().unwrap();
         let out = Command::new("bash")
             .arg(tool_script("up.sh"))
@@ -211,7 +197,7 @@ fn lodestar_drives_geth_through_the_proxy_every_call_relayed_and_verified() {
     let chain = Chain::up(&tools, geth_auth, &format!("http://{listen}"));
     let flags = proxy_flags(&db, &["--verify", "all", "--jwt-secret", &chain.jwt()]);
     let proxy: Proxy = start_proxy_at(&listen, &[], el(geth_auth), &flags);
-    let head = chain.wait_for_slot(30, Duration::from_secs(180));
+    let head = chain.wait_for_slot(36, Duration::from_secs(180));
     let hashes = chain.execution_hashes(head);
     drop(chain);
     terminate(proxy.child);
@@ -221,7 +207,7 @@ fn lodestar_drives_geth_through_the_proxy_every_call_relayed_and_verified() {
         "SELECT block_hash, payload_status, verdict, status FROM calls WHERE method = 'engine_newPayloadV4' ORDER BY seq",
     );
     // A slot may go without a block (a late proposal on a loaded machine): the chain is
-    // judged by the blocks Lodestar made, at least 25 in 30 slots.
+    // judged by the blocks Lodestar made, at least 20 in 36 slots.
     assert!(
         imported.len() >= hashes.len(),
         "{} newPayload calls for {} blocks",
@@ -237,7 +223,7 @@ fn lodestar_drives_geth_through_the_proxy_every_call_relayed_and_verified() {
     }
     let recorded: Vec<String> = imported.iter().filter_map(|r| r[0].clone()).collect();
     assert!(
-        hashes.len() >= 25,
+        hashes.len() >= 20,
         "{} beacon blocks with payloads",
         hashes.len()
     );

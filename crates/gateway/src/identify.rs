@@ -6,7 +6,7 @@
 //!
 //! Not here: the EL's identity (asked by the gateway itself, `upstream::client_version`).
 
-use std::{collections::HashMap, net::IpAddr, sync::Mutex};
+use std::{collections::HashMap, net::IpAddr, sync::RwLock};
 
 use http::{HeaderMap, header};
 use sszgate_engine::method;
@@ -30,16 +30,19 @@ pub(crate) struct Peer {
 /// What each CL address said of itself.
 #[derive(Debug, Default)]
 pub(crate) struct ClIdentities {
-    by_peer: Mutex<HashMap<IpAddr, String>>,
+    by_peer: RwLock<HashMap<IpAddr, String>>,
 }
 
 impl ClIdentities {
     /// Remembers `who` for `peer`.
     pub(crate) fn remember(&self, peer: IpAddr, who: &str) {
-        let mut by_peer = self.by_peer.lock().expect("identities lock");
-        if by_peer.get(&peer).is_some_and(|known| known == who) {
+        // Every call of a CL that sends its header says the same: read before writing.
+        let known = self.by_peer.read().expect("identities lock");
+        if known.get(&peer).is_some_and(|known| known == who) {
             return;
         }
+        drop(known);
+        let mut by_peer = self.by_peer.write().expect("identities lock");
         if by_peer.len() >= MAX_PEERS {
             by_peer.clear();
         }
@@ -49,7 +52,7 @@ impl ClIdentities {
     /// What `peer` said of itself, if it did.
     pub(crate) fn of(&self, peer: IpAddr) -> Option<String> {
         self.by_peer
-            .lock()
+            .read()
             .expect("identities lock")
             .get(&peer)
             .cloned()
@@ -183,6 +186,6 @@ mod tests {
         for i in 0..(MAX_PEERS as u32 + 10) {
             ids.remember(IpAddr::from(i.to_be_bytes()), "cl");
         }
-        assert!(ids.by_peer.lock().unwrap().len() <= MAX_PEERS);
+        assert!(ids.by_peer.read().unwrap().len() <= MAX_PEERS);
     }
 }
