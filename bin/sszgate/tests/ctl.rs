@@ -7,7 +7,7 @@ mod common;
 
 use std::{process::Command, sync::Arc};
 
-use common::{CountingEl, request, start_proxy_under, terminate};
+use common::{CountingEl, KillOnDrop, request, start_proxy_under, terminate};
 
 const TOKEN: &str = "ctl-token-1";
 
@@ -38,6 +38,7 @@ fn rules_and_pauses_are_set_from_the_command_line() {
         Arc::new(answer.clone()),
     );
     let proxy = start_proxy_under(&[], el.addr, &["--control-token".into(), TOKEN.into()]);
+    let _guard = KillOnDrop::of(&proxy);
     let call = || {
         request(
             &proxy.listen,

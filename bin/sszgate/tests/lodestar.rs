@@ -22,7 +22,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Proxy, free_port, start_proxy_at, terminate};
+use common::{KillOnDrop, Proxy, free_port, start_proxy_at, terminate};
 use serde_json::Value;
 
 static ONE_CHAIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -197,6 +197,7 @@ fn lodestar_drives_geth_through_the_proxy_every_call_relayed_and_verified() {
     let chain = Chain::up(&tools, geth_auth, &format!("http://{listen}"));
     let flags = proxy_flags(&db, &["--verify", "all", "--jwt-secret", &chain.jwt()]);
     let proxy: Proxy = start_proxy_at(&listen, &[], el(geth_auth), &flags);
+    let _proxy_guard = KillOnDrop::of(&proxy);
     let head = chain.wait_for_slot(36, Duration::from_secs(180));
     let hashes = chain.execution_hashes(head);
     drop(chain);
@@ -288,11 +289,13 @@ fn lodestar_over_a_rest_ssz_link_bridged_both_ways_to_geth() {
         el(geth_auth),
         &el_flags,
     );
+    let _el_proxy_guard = KillOnDrop::of(&el_proxy);
     let cl_flags = proxy_flags(
         &cl_db,
         &["--upstream-transport", "ssz", "--jwt-secret", &jwt],
     );
     let cl_proxy = start_proxy_at(&cl_listen, &[], el(el_side), &cl_flags);
+    let _cl_proxy_guard = KillOnDrop::of(&cl_proxy);
     let head = chain.wait_for_slot(16, Duration::from_secs(120));
     let hashes = chain.execution_hashes(head);
     drop(chain);
@@ -353,6 +356,7 @@ fn a_failed_get_payload_is_seen_by_lodestar_and_the_chain_recovers_when_the_rule
     let (geth_auth, listen) = (free_port(), format!("127.0.0.1:{}", free_port()));
     let chain = Chain::up(&tools, geth_auth, &format!("http://{listen}"));
     let proxy = start_proxy_at(&listen, &[], el(geth_auth), &proxy_flags(&db, &[]));
+    let _proxy_guard = KillOnDrop::of(&proxy);
     chain.wait_for_slot(4, Duration::from_secs(120));
     let ctl = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_sszgate"))

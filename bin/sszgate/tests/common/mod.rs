@@ -285,3 +285,32 @@ pub(crate) fn rss_kib(pid: u32) -> (u64, u64) {
 pub(crate) fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
+
+/// Kills a proxy the test started if the test ends (a failed assertion) without stopping it:
+/// its process id, and its listen address, which its command line must still name (a
+/// recycled pid is never touched).
+pub(crate) struct KillOnDrop {
+    pub(crate) pid: u32,
+    pub(crate) listen: String,
+}
+
+impl KillOnDrop {
+    /// The guard of `proxy`.
+    pub(crate) fn of(proxy: &Proxy) -> KillOnDrop {
+        KillOnDrop {
+            pid: proxy.child.id(),
+            listen: proxy.listen.clone(),
+        }
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid)).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&self.listen) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.pid.to_string()])
+                .status();
+        }
+    }
+}
