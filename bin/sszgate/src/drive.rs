@@ -88,6 +88,38 @@ pub(crate) struct DriveArgs {
     #[arg(long, help_heading = "Load")]
     no_get_blobs: bool,
 
+    /// A funded private key (hex) to send the load from; twice (or comma-separated) for
+    /// transfers and blob transactions from two accounts. Default: the public dev keys a
+    /// devnet funds.
+    #[arg(
+        long = "key",
+        env = "SSZGATE_DRIVE_KEY",
+        value_delimiter = ',',
+        hide_env_values = true,
+        help_heading = "Load"
+    )]
+    keys: Vec<String>,
+    /// A file of funded private keys, one hex key per line (the first two are used).
+    #[arg(long, conflicts_with_all = ["keys", "mnemonic"], value_name = "FILE", help_heading = "Load")]
+    key_file: Option<PathBuf>,
+    /// A BIP-39 mnemonic whose accounts --mnemonic-index and the next send the load.
+    #[arg(
+        long,
+        env = "SSZGATE_DRIVE_MNEMONIC",
+        hide_env_values = true,
+        conflicts_with = "keys",
+        help_heading = "Load"
+    )]
+    mnemonic: Option<String>,
+    /// The first account of --mnemonic used (m/44'/60'/0'/0/INDEX; the next one too).
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "mnemonic",
+        help_heading = "Load"
+    )]
+    mnemonic_index: u32,
+
     /// Where the driver's own records go (source = driver); repeatable, as for the proxy.
     /// Default: sqlite:sszgate-drive.db, or driver.db in the devnet directory.
     #[arg(
@@ -155,6 +187,46 @@ struct Plan {
     duration: Option<Duration>,
     /// The slot loop's pace and checks (its fork is the default until the target's is known).
     config: DriveConfig,
+    /// Where the load's keys come from.
+    keys: KeySource,
+}
+
+/// Where the load's senders come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum KeySource {
+    /// The public dev keys a devnet funds.
+    Dev,
+    /// Keys given on the command line.
+    Keys(Vec<String>),
+    /// A file of keys.
+    File(PathBuf),
+    /// Two consecutive accounts of a mnemonic, from an index.
+    Mnemonic(String, u32),
+}
+
+impl KeySource {
+    /// The senders, reading a key file bounded (a few keys are a few hundred bytes).
+    fn senders(&self) -> Result<sszgate_drive::Senders> {
+        use sszgate_drive::Senders;
+        Ok(match self {
+            KeySource::Dev => Senders::dev(),
+            KeySource::Keys(keys) => Senders::from_keys(keys)?,
+            KeySource::File(path) => {
+                let text = crate::input::read_file(path, 64 << 10, "a key file")?;
+                let text = String::from_utf8_lossy(&text);
+                let keys: Vec<String> = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .take(2)
+                    .map(str::to_string)
+                    .collect();
+                Senders::from_keys(&keys)
+                    .with_context(|| format!("--key-file {}", path.display()))?
+            }
+            KeySource::Mnemonic(phrase, index) => Senders::from_mnemonic(phrase, *index)?,
+        })
+    }
 }
 
 /// Resolves `args` into a plan; `default_store` is the target's (a devnet's driver.db).
@@ -181,6 +253,12 @@ fn plan(args: &DriveArgs, default_store: &SinkSpec) -> Plan {
             slot_time: args.slot_time,
             get_blobs: !args.no_get_blobs,
             ..DriveConfig::default()
+        },
+        keys: match (&args.keys, &args.key_file, &args.mnemonic) {
+            (_, Some(file), _) => KeySource::File(file.clone()),
+            (_, _, Some(phrase)) => KeySource::Mnemonic(phrase.clone(), args.mnemonic_index),
+            (keys, _, _) if !keys.is_empty() => KeySource::Keys(keys.clone()),
+            _ => KeySource::Dev,
         },
     }
 }
@@ -286,7 +364,7 @@ pub(crate) async fn drive(args: &DriveArgs) -> Result<Summary> {
         } else {
             Vec::new()
         };
-        Some(Load::new(&eth, fork, shape, blobs).await?)
+        Some(Load::new(&eth, fork, shape, blobs, plan.keys.senders()?).await?)
     } else {
         None
     };

@@ -112,7 +112,15 @@ async fn drive_one_way(
         .unwrap()
         .blobs()
         .unwrap();
-    let load = Load::new(&eth, Fork::Osaka, shape, blobs).await.unwrap();
+    let load = Load::new(
+        &eth,
+        Fork::Osaka,
+        shape,
+        blobs,
+        sszgate_drive::Senders::dev(),
+    )
+    .await
+    .unwrap();
     let mut driver = Driver::start(engine, eth, Some(load), DriveConfig::default())
         .await
         .unwrap();
@@ -329,7 +337,15 @@ async fn ethereumjs_prague_over_json_and_through_the_bridge() {
             Some(recorder.clone()),
         );
         let eth = EthRpc::new(&state.eth_url);
-        let load = Load::new(&eth, Fork::Prague, shape, vec![]).await.unwrap();
+        let load = Load::new(
+            &eth,
+            Fork::Prague,
+            shape,
+            vec![],
+            sszgate_drive::Senders::dev(),
+        )
+        .await
+        .unwrap();
         let mut driver = Driver::start(engine, eth, Some(load), prague.clone())
             .await
             .unwrap();
@@ -362,4 +378,60 @@ async fn ethereumjs_prague_over_json_and_through_the_bridge() {
             "engine_forkchoiceUpdatedV3"
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drive_sends_its_load_from_the_keys_it_is_given() {
+    if !have(ElKind::Geth) {
+        return;
+    }
+    let _turn = ONE_GETH.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = devnet_config(dir.path(), false);
+    let devnet = Devnet::up(&config).await.unwrap();
+    let state = devnet.state.clone();
+    let drive = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sszgate"))
+            .args([
+                "drive",
+                "--engine",
+                &state.engine_url,
+                "--eth-rpc",
+                &state.eth_url,
+            ])
+            .arg("--jwt-secret")
+            .arg(&state.jwt_secret)
+            .args(["--fork", "osaka", "--blocks", "2", "--txs-per-block", "1"])
+            .arg("--store")
+            .arg(format!("sqlite:{}", dir.path().join("drive.db").display()))
+            .args(extra)
+            .env_remove("SSZGATE_DRIVE_KEY")
+            .env_remove("SSZGATE_DRIVE_MNEMONIC")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // An account the chain never funded: refused up front, naming it and the way out.
+    let unfunded = "0x".to_string() + &"17".repeat(32);
+    // (The driver runs as its own process; waiting for it blocks one of the two workers.)
+    let (ok, err) = drive(&["--key", &unfunded]);
+    assert!(
+        !ok && err.contains("has no funds") && err.contains("--key"),
+        "{err}"
+    );
+    // The funded accounts, as a user's mnemonic gives them: transfers and blobs go in.
+    let mnemonic = "test test test test test test test test test test test junk";
+    let (ok, err) = drive(&[
+        "--mnemonic",
+        mnemonic,
+        "--blob-txs-per-block",
+        "1",
+        "--blobs-per-tx",
+        "1",
+    ]);
+    assert!(ok, "{err}");
+    drop(devnet);
 }

@@ -20,7 +20,7 @@ pub mod lodestar;
 
 pub use client::{EngineClient, EngineTransport, engine_client};
 pub use driver::{BlockReport, DriveConfig, Driver, Head};
-pub use load::{EthRpc, Load, LoadShape};
+pub use load::{EthRpc, Load, LoadShape, Senders};
 
 /// What can stop a drive or a devnet command; every variant names the call or the step.
 #[derive(Debug, thiserror::Error)]

@@ -46,6 +46,70 @@ pub const MAX_BLOBS_PER_TX: usize = 6;
 
 const GWEI: u128 = 1_000_000_000;
 
+/// The two accounts the load is sent from: transfers from one, blob transactions from the
+/// other (an account with a blob transaction pending may hold no other kind).
+#[derive(Clone, Debug)]
+pub struct Senders {
+    transfers: PrivateKeySigner,
+    blobs: PrivateKeySigner,
+}
+
+impl Senders {
+    /// The public development keys ([`DEV_KEYS`]), funded in a devnet's genesis.
+    pub fn dev() -> Senders {
+        Senders::from_keys(&DEV_KEYS.map(str::to_string)).expect("the dev keys are valid")
+    }
+
+    /// Two hex private keys (with or without `0x`): transfers from the first, blobs from the
+    /// second; one key serves both when the load has only one kind.
+    pub fn from_keys(keys: &[String]) -> Result<Senders, DriveError> {
+        let parse = |(i, key): (usize, &String)| {
+            key.trim().parse::<PrivateKeySigner>().map_err(|_| {
+                DriveError::Config(format!("key {} is not a 32-byte hex private key", i + 1))
+            })
+        };
+        let signers = keys
+            .iter()
+            .enumerate()
+            .map(parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        match signers.as_slice() {
+            [one] => Ok(Senders {
+                transfers: one.clone(),
+                blobs: one.clone(),
+            }),
+            [transfers, blobs] => Ok(Senders {
+                transfers: transfers.clone(),
+                blobs: blobs.clone(),
+            }),
+            other => Err(DriveError::Config(format!(
+                "{} keys given: the load is sent from one or two accounts",
+                other.len()
+            ))),
+        }
+    }
+
+    /// Two consecutive accounts of a BIP-39 `mnemonic` (`m/44'/60'/0'/0/index` and the next).
+    pub fn from_mnemonic(mnemonic: &str, index: u32) -> Result<Senders, DriveError> {
+        let derive = |i: u32| {
+            alloy_signer_local::MnemonicBuilder::<alloy_signer_local::coins_bip39::English>::default()
+                .phrase(mnemonic.trim())
+                .index(i)
+                .and_then(|b| b.build())
+                .map_err(|e| DriveError::Config(format!("mnemonic, account {i}: {e}")))
+        };
+        Ok(Senders {
+            transfers: derive(index)?,
+            blobs: derive(index + 1)?,
+        })
+    }
+
+    /// The accounts' addresses: transfers, blobs.
+    pub fn addresses(&self) -> (Address, Address) {
+        (self.transfers.address(), self.blobs.address())
+    }
+}
+
 /// How many transactions of each kind go into every block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadShape {
@@ -147,13 +211,16 @@ pub struct Load {
 }
 
 impl Load {
-    /// A load of `shape` on chain `chain_id` under `fork`, starting at the accounts' nonces
-    /// as the EL reports them; blobs are taken in turn from `blob_items`.
+    /// A load of `shape` on chain `chain_id` under `fork`, sent from `senders`, starting at
+    /// the accounts' nonces as the EL reports them; blobs are taken in turn from `blob_items`.
+    /// An account with no funds is refused here, naming it, rather than at its first
+    /// transaction.
     pub async fn new(
         eth: &EthRpc,
         fork: Fork,
         shape: LoadShape,
         blob_items: Vec<BlobItem>,
+        senders: Senders,
     ) -> Result<Load, DriveError> {
         if shape.blob_txs > 0 && !(1..=MAX_BLOBS_PER_TX).contains(&shape.blobs_per_tx) {
             return Err(DriveError::Config(format!(
@@ -170,19 +237,50 @@ impl Load {
             return Err(DriveError::Config(format!("{fork} has no blobs")));
         }
         let chain_id = eth.quantity("eth_chainId", json!([])).await?;
-        let mut senders = Vec::new();
-        for key in DEV_KEYS {
-            let signer: PrivateKeySigner = key.parse().expect("the dev keys are valid");
-            let nonce = eth
-                .quantity(
-                    "eth_getTransactionCount",
-                    json!([signer.address(), "pending"]),
-                )
-                .await?;
-            senders.push(Sender { signer, nonce });
+        let used = [
+            (shape.transfers > 0, &senders.transfers, "transfers"),
+            (shape.blob_txs > 0, &senders.blobs, "blob transactions"),
+        ];
+        if shape.transfers > 0
+            && shape.blob_txs > 0
+            && senders.transfers.address() == senders.blobs.address()
+        {
+            return Err(DriveError::Config(
+                "transfers and blob transactions need two accounts (one with a blob transaction pending may send nothing else): give two keys".into(),
+            ));
         }
-        let blobs = senders.pop().expect("two keys");
-        let transfers = senders.pop().expect("two keys");
+        for (needed, signer, what) in used {
+            // A balance may exceed 64 bits: only its being zero matters here.
+            let balance = eth
+                .call("eth_getBalance", json!([signer.address(), "latest"]))
+                .await?;
+            if needed
+                && balance.as_str().is_some_and(|b| {
+                    b.trim_start_matches("0x")
+                        .trim_start_matches('0')
+                        .is_empty()
+                })
+            {
+                return Err(DriveError::Config(format!(
+                    "the account sending {what}, {}, has no funds on this chain: give a funded key (--key, --key-file or --mnemonic)",
+                    signer.address()
+                )));
+            }
+        }
+        let nonce = |signer: &PrivateKeySigner| {
+            eth.quantity(
+                "eth_getTransactionCount",
+                json!([signer.address(), "pending"]),
+            )
+        };
+        let transfers = Sender {
+            nonce: nonce(&senders.transfers).await?,
+            signer: senders.transfers,
+        };
+        let blobs = Sender {
+            nonce: nonce(&senders.blobs).await?,
+            signer: senders.blobs,
+        };
         Ok(Load {
             chain_id,
             fork,
@@ -391,5 +489,50 @@ fn snippet(body: &[u8]) -> String {
         format!("{text}…")
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod sender_tests {
+    use super::*;
+
+    const TEST_MNEMONIC: &str = "test test test test test test test test test test test junk";
+
+    #[test]
+    fn the_test_mnemonic_gives_the_dev_accounts() {
+        let dev = Senders::dev().addresses();
+        assert_eq!(
+            Senders::from_mnemonic(TEST_MNEMONIC, 0)
+                .unwrap()
+                .addresses(),
+            dev
+        );
+        assert_eq!(
+            dev.0.to_string(),
+            "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+            "the well-known first account"
+        );
+        let shifted = Senders::from_mnemonic(TEST_MNEMONIC, 1)
+            .unwrap()
+            .addresses();
+        assert_eq!(shifted.0, dev.1);
+    }
+
+    #[test]
+    fn keys_are_one_or_two_and_each_is_checked() {
+        let one = Senders::from_keys(&[format!("0x{}", DEV_KEYS[0])]).unwrap();
+        assert_eq!(one.addresses().0, one.addresses().1);
+        let err = Senders::from_keys(&["0x1234".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("key 1 is not"), "{err}");
+        let three = vec![DEV_KEYS[0].to_string(); 3];
+        assert!(
+            Senders::from_keys(&three)
+                .unwrap_err()
+                .to_string()
+                .contains("3 keys")
+        );
+        assert!(Senders::from_mnemonic("not a mnemonic", 0).is_err());
     }
 }
