@@ -69,6 +69,11 @@ impl Chain {
     /// starts what listens there at once: a Lodestar that misses its first slots for want of
     /// an EL falls into "syncing" and proposes nothing).
     fn up(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
+        Chain::up_with(tools, geth_auth, cl_engine, "minimal")
+    }
+
+    /// As [`Chain::up`], on the consensus `preset` (`minimal` or `mainnet`).
+    fn up_with(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str, preset: &str) -> Chain {
         let run = tempfile::tempdir().unwrap();
         let out = Command::new("bash")
             .arg(tool_script("up.sh"))
@@ -77,6 +82,7 @@ impl Chain {
             .env("RUN", run.path())
             .env("GETH_AUTH_PORT", geth_auth.to_string())
             .env("CL_ENGINE_URL", cl_engine)
+            .env("PRESET", preset)
             .output()
             .unwrap();
         assert!(
@@ -517,4 +523,117 @@ fn a_devnet_with_lodestar_as_its_consensus_client() {
             "{row:?}"
         );
     }
+}
+
+/// An eth_* JSON-RPC call; its `result`, or the whole answer when it has none.
+fn eth(url: &str, method: &str, params: Value) -> Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        .to_string();
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-m",
+            "30",
+            "-H",
+            "content-type: application/json",
+            "-d",
+            &body,
+            url,
+        ])
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    match answer.get("result") {
+        Some(result) => result.clone(),
+        None => answer,
+    }
+}
+
+#[test]
+fn sszgate_rpc_answers_what_the_live_chain_says_anchored_in_lodestars_sync_committee() {
+    let Some(tools) = tools() else { return };
+    let _turn = ONE_CHAIN.lock().unwrap_or_else(|e| e.into_inner());
+    // The light client takes the mainnet preset (512-member sync committees): so does this
+    // chain. Lodestar drives geth directly.
+    let geth_auth = free_port();
+    let chain = Chain::up_with(
+        &tools,
+        geth_auth,
+        &format!("http://127.0.0.1:{geth_auth}"),
+        "mainnet",
+    );
+    chain.wait_for_slot(10, Duration::from_secs(120));
+    let beacon = chain.up["beacon_rest"].as_str().unwrap().to_string();
+    let geth = chain.up["geth_http"].as_str().unwrap().to_string();
+    // The trusted start: a block root this test read itself.
+    let checkpoint = chain.beacon("/eth/v1/beacon/headers/8").unwrap()["data"]["root"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut rpc = Command::new(env!("CARGO_BIN_EXE_sszgate"))
+        .args([
+            "rpc",
+            "--execution",
+            &geth,
+            "--beacon",
+            &beacon,
+            "--checkpoint",
+            &checkpoint,
+        ])
+        .args(["--chain-id", "1337", "--listen", &listen])
+        .arg("--state")
+        .arg(dir.path().join("lc.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _rpc_guard = common::KillOnDrop {
+        pid: rpc.id(),
+        listen: listen.clone(),
+    };
+    let url = format!("http://{listen}");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "sszgate rpc did not start"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let number = eth(&url, "eth_blockNumber", serde_json::json!([]));
+    let n = u64::from_str_radix(number.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert!(n >= 5, "{number}");
+    let tag = format!("0x{n:x}");
+    let funded = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+    for (method, params) in [
+        ("eth_getBalance", serde_json::json!([funded, tag])),
+        ("eth_getTransactionCount", serde_json::json!([funded, tag])),
+        ("eth_chainId", serde_json::json!([])),
+    ] {
+        let verified = eth(&url, method, params.clone());
+        assert_eq!(verified, eth(&geth, method, params), "{method}");
+    }
+    let block = eth(
+        &url,
+        "eth_getBlockByNumber",
+        serde_json::json!([tag, false]),
+    );
+    let direct = eth(
+        &geth,
+        "eth_getBlockByNumber",
+        serde_json::json!([tag, false]),
+    );
+    assert_eq!(block["hash"], direct["hash"], "{block}");
+    assert_eq!(block["stateRoot"], direct["stateRoot"]);
+    // A block past what the light client has signed is refused, not answered.
+    let ahead = eth(
+        &url,
+        "eth_getBlockByNumber",
+        serde_json::json!([format!("0x{:x}", n + 1000), false]),
+    );
+    assert!(ahead["error"]["code"].as_i64().is_some(), "{ahead}");
+    let _ = rpc.kill();
+    let _ = rpc.wait();
 }

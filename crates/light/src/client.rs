@@ -343,7 +343,10 @@ impl<A: BeaconApi> LightClient<A> {
         let path = format!("/eth/v1/beacon/light_client/{kind}");
         let bytes = match self.api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await {
             Ok(bytes) => bytes,
-            Err(LightError::NotFound { .. }) => return Ok(false),
+            // None yet: a node before its chain's first finality answers 404, or (Lodestar)
+            // 500 "No finality update available". What was offered is still checked; what
+            // was not leaves the store as it is.
+            Err(LightError::NotFound { .. } | LightError::Api { .. }) => return Ok(false),
             Err(e) => return Err(e),
         };
         let update = if kind == "finality_update" {
