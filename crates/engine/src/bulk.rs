@@ -21,13 +21,16 @@ use ssz::Decode;
 use crate::{
     error::{Error, Result},
     fixed_json::{
-        read::{Cursor, bytes_list, is_json_ws, once, payload_v3},
+        read::{bytes_list, payload_v3},
         write::{
             hex_len, payload_json_len, payload_v4_json_len, push_hex, push_hex_list,
             push_payload_v3, push_serde,
         },
     },
-    json,
+    json::{
+        self,
+        read::{Cursor, once, skip_ws},
+    },
     message::{Blobs, BuiltPayload},
     ssz::{self as schema, SszError, SszField, SszProblem, Ty, container_fields, encode_container},
     without_blobs::Digits,
@@ -523,7 +526,7 @@ struct BundleParts {
 /// than this takes over the blobs.
 fn splice_bundle(doc: &[u8]) -> Option<(BundleParts, Vec<u8>)> {
     const KEY: &[u8] = b"\"blobsBundle\"";
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     let object_start = loop {
         c.at += memchr::memmem::find(&doc[c.at..], KEY)? + KEY.len();
         if c.next_is(b":") {
@@ -581,7 +584,7 @@ fn built_payload_whole(
     if !(3..=5).contains(&version) {
         return None;
     }
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     let (mut payload, mut value, mut parts, mut override_builder, mut requests) =
         (None, None, None, None, None);
     c.object(|c, key| match key {
@@ -716,12 +719,7 @@ fn fixed_width_blobs(
         BlobContents::CountLeftOut => 2,
         _ => 2 + 2 * schema::BYTES_PER_BLOB,
     };
-    let skip_ws = |mut i: usize| {
-        while doc.get(i).is_some_and(is_json_ws) {
-            i += 1;
-        }
-        i
-    };
+    let skip_ws = |i: usize| skip_ws(doc, i);
     if doc.get(at) != Some(&b'[') {
         return None;
     }
@@ -865,7 +863,7 @@ fn blob_entries<B>(
     doc: &[u8],
     mut read_blob: impl FnMut(&mut Cursor<'_>) -> Option<B>,
 ) -> Option<Option<Vec<Option<(B, Vec<Bytes48>)>>>> {
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     let cell_proofs = match version {
         1 => false,
         2 | 3 => true,
@@ -947,7 +945,9 @@ pub(crate) fn blobs_without_blobs(
         Digits::Present => schema::BYTES_PER_BLOB,
         Digits::LeftOut => 0,
     };
-    let entries = blob_entries(version, doc, |c| c.hex_unread(bytes))?;
+    let entries = blob_entries(version, doc, |c| {
+        const_hex::check(c.hex_of_width(bytes)?).ok()
+    })?;
     Some(entries.map(|entries| {
         entries
             .into_iter()

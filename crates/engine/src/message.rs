@@ -734,9 +734,8 @@ fn invalid_block_hash_as_invalid(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 fn looks_like_params(bytes: &[u8]) -> bool {
     // exchangeCapabilities params are `[[..]]`, getClientVersionV1 params `[{..}]`; their
     // results are `[".."]` and `[{..},..]`. Tell them apart by the first element.
-    let trimmed = bytes.iter().copied().filter(|b| !b.is_ascii_whitespace());
-    let first_two: Vec<u8> = trimmed.take(2).collect();
-    first_two == b"[["
+    let open = json::read::skip_ws(bytes, 0);
+    bytes.get(open) == Some(&b'[') && json::read::first_byte(&bytes[open + 1..]) == Some(b'[')
 }
 
 /// Walks `bytes` against the spec schema, then decodes them with alloy's type.

@@ -1003,9 +1003,9 @@ fn lose(counters: &Counters, metrics: &Metrics, n: u64) {
     }
 }
 
-/// Whether a JSON-RPC body is a batch (an array of calls).
+/// Whether a JSON-RPC body is a batch (an array of calls), by JSON's whitespace rule.
 fn is_batch(body: &[u8]) -> bool {
-    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+    sszgate_engine::json::read::first_byte(body) == Some(b'[')
 }
 
 /// A body as the facts read it.
