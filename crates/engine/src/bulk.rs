@@ -32,6 +32,7 @@ use crate::{
         read::{Cursor, once, skip_ws},
     },
     message::{Blobs, BuiltPayload},
+    method::{AnswerBlobs, MethodSpec},
     ssz::{self as schema, SszError, SszField, SszProblem, Ty, container_fields, encode_container},
     without_blobs::Digits,
 };
@@ -294,116 +295,78 @@ fn decode_failed(ty: &'static Ty, e: ssz::DecodeError) -> Error {
 }
 
 /// The three lists of a validated `BlobsBundleV1`/`V2` slice.
-fn bundle_parts(ty: &'static Ty, bytes: &[u8]) -> (Vec<Bytes48>, Vec<Bytes48>, Vec<Blob>) {
+fn bundle_parts(ty: &'static Ty, bytes: &[u8]) -> BundleParts {
     let f = container_fields(ty, bytes);
-    (
-        fixed_items(f[0], 48, Bytes48::from_slice),
-        fixed_items(f[1], 48, Bytes48::from_slice),
-        fixed_items(f[2], schema::BYTES_PER_BLOB, Blob::from_slice),
-    )
+    let blobs = fixed_items(f[2], schema::BYTES_PER_BLOB, Blob::from_slice);
+    BundleParts {
+        commitments: fixed_items(f[0], 48, Bytes48::from_slice),
+        proofs: fixed_items(f[1], 48, Bytes48::from_slice),
+        blob_count: blobs.len(),
+        blobs,
+    }
 }
 
-/// Decodes a validated `BuiltPayload{Cancun..Amsterdam}` (`ty`), or `None` for other forks.
+/// Decodes a validated `BuiltPayload` of a row whose answer carries a blob bundle (`ty`, the
+/// container of its fork), or `None` for rows without one.
 pub(crate) fn built_payload_from_ssz(
     ty: &'static Ty,
-    version: u8,
+    m: &MethodSpec,
     bytes: &[u8],
 ) -> Result<Option<BuiltPayload>> {
-    let built = built_payload_from_validated(ty, version, bytes)?;
+    let built = built_payload_from_validated(ty, m, bytes)?;
     if let Some(view) = built.as_ref().and_then(BuiltPayload::view) {
         view.check_bundle()?;
     }
     Ok(built)
 }
 
+/// The fields of a `BuiltPayload` container in order: payload, value, bundle, the execution
+/// requests when the row's fork has them, the override flag.
 fn built_payload_from_validated(
     ty: &'static Ty,
-    version: u8,
+    m: &MethodSpec,
     bytes: &[u8],
 ) -> Result<Option<BuiltPayload>> {
-    schema::validate(ty, bytes)?;
-    let f = container_fields(ty, bytes);
-    let value = U256::from_le_slice(f[1]);
-    let requests = |slice: &[u8]| {
-        alloy_eips::eip7685::Requests::from_ssz_bytes(slice).map_err(|e| decode_failed(ty, e))
-    };
-    Ok(Some(match version {
-        3 => {
-            let payload =
-                ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-            let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V1, f[2]);
-            BuiltPayload::V3(ExecutionPayloadEnvelopeV3 {
-                execution_payload: payload,
-                block_value: value,
-                blobs_bundle: BlobsBundleV1 {
-                    commitments,
-                    proofs,
-                    blobs,
-                },
-                should_override_builder: f[3][0] == 1,
-            })
-        }
-        4 => {
-            let payload =
-                ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-            let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V1, f[2]);
-            BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
-                envelope_inner: ExecutionPayloadEnvelopeV3 {
-                    execution_payload: payload,
-                    block_value: value,
-                    blobs_bundle: BlobsBundleV1 {
-                        commitments,
-                        proofs,
-                        blobs,
-                    },
-                    should_override_builder: f[4][0] == 1,
-                },
-                execution_requests: requests(f[3])?,
-            })
-        }
-        5 | 6 => {
-            let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V2, f[2]);
-            let bundle = BlobsBundleV2 {
-                commitments,
-                proofs,
-                blobs,
-            };
-            let (requests, override_builder) = (requests(f[3])?, f[4][0] == 1);
-            if version == 5 {
-                let payload =
-                    ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-                BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
-                    execution_payload: payload,
-                    block_value: value,
-                    blobs_bundle: bundle,
-                    should_override_builder: override_builder,
-                    execution_requests: requests,
-                })
-            } else {
-                let payload =
-                    ExecutionPayloadV4::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-                BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
-                    execution_payload: payload,
-                    block_value: value,
-                    blobs_bundle: bundle,
-                    should_override_builder: override_builder,
-                    execution_requests: requests,
-                })
-            }
-        }
-        _ => return Ok(None),
-    }))
-}
-
-/// Decodes a `BlobsV1..V3Response` body (validated here), or `None` for V4.
-pub(crate) fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Option<Blobs>> {
-    let ty = schema::blobs_response(version);
-    if version > 3 {
+    if m.blobs != AnswerBlobs::Bundle {
         return Ok(None);
     }
     schema::validate(ty, bytes)?;
+    let f = container_fields(ty, bytes);
+    let failed = |e| decode_failed(ty, e);
+    let payload = if m.latest_fork().has_block_access_list() {
+        ReadPayload::V4(ExecutionPayloadV4::from_ssz_bytes(f[0]).map_err(failed)?)
+    } else {
+        ReadPayload::V3(ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(failed)?)
+    };
+    let bundle_ty = if m.cell_proofs() {
+        &schema::BLOBS_BUNDLE_V2
+    } else {
+        &schema::BLOBS_BUNDLE_V1
+    };
+    let (requests, override_at) = if m.has_requests() {
+        let requests = alloy_eips::eip7685::Requests::from_ssz_bytes(f[3]).map_err(failed)?;
+        (Some(requests), 4)
+    } else {
+        (None, 3)
+    };
+    let parts = bundle_parts(bundle_ty, f[2]);
+    let value = U256::from_le_slice(f[1]);
+    let built = build(m, payload, value, parts, f[override_at][0] == 1, requests);
+    Ok(Some(built.ok_or_else(|| {
+        Error::invalid(ty.name(), "the container does not give the method's answer")
+    })?))
+}
+
+/// Decodes a `BlobsV1..V3Response` body (validated here), or `None` for a row whose answer has
+/// no blob entries (V4: cells).
+pub(crate) fn blobs_from_ssz(m: &MethodSpec, bytes: &[u8]) -> Result<Option<Blobs>> {
+    let AnswerBlobs::Entries { null_entries, .. } = m.blobs else {
+        return Ok(None);
+    };
+    let ty = schema::blobs_response(m.version);
+    schema::validate(ty, bytes)?;
     let list = container_fields(ty, bytes)[0];
-    if version == 1 {
+    if !m.cell_proofs() {
         let entry = 1 + schema::BYTES_PER_BLOB + 48;
         let items = list
             .chunks_exact(entry)
@@ -416,39 +379,10 @@ pub(crate) fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Option<Blobs>>
             .collect();
         return Ok(Some(Blobs::V1(items)));
     }
-    // Variable-size entries: offsets, then {available, contents offset, BlobAndProofV2}.
-    let count = if list.is_empty() {
-        0
+    let items = cell_proof_entries(list);
+    Ok(Some(if null_entries {
+        Blobs::V3(Some(items))
     } else {
-        u32::from_le_bytes(list[..4].try_into().expect("validated")) as usize / 4
-    };
-    let mut items = Vec::with_capacity(count);
-    for i in 0..count {
-        let start =
-            u32::from_le_bytes(list[i * 4..i * 4 + 4].try_into().expect("validated")) as usize;
-        let end = if i + 1 < count {
-            u32::from_le_bytes(
-                list[(i + 1) * 4..(i + 2) * 4]
-                    .try_into()
-                    .expect("validated"),
-            ) as usize
-        } else {
-            list.len()
-        };
-        let entry = &list[start..end];
-        let available = entry[0] == 1;
-        let contents = &entry[5..];
-        let proofs_at = u32::from_le_bytes(
-            contents[schema::BYTES_PER_BLOB..schema::BYTES_PER_BLOB + 4]
-                .try_into()
-                .expect("validated"),
-        ) as usize;
-        items.push(available.then(|| BlobAndProofV2 {
-            blob: Box::new(Blob::from_slice(&contents[..schema::BYTES_PER_BLOB])),
-            proofs: fixed_items(&contents[proofs_at..], 48, Bytes48::from_slice),
-        }));
-    }
-    Ok(Some(if version == 2 {
         let all: Option<Vec<_>> = items.into_iter().collect();
         Blobs::V2(Some(all.ok_or_else(|| {
             Error::invalid(
@@ -456,9 +390,35 @@ pub(crate) fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Option<Blobs>>
                 "an entry is unavailable; v2 is all-or-nothing (204 for a miss)",
             )
         })?))
-    } else {
-        Blobs::V3(Some(items))
     }))
+}
+
+/// The entries of a validated list of variable-size `BlobAndProofV2` entries: offsets, then
+/// per entry {available, contents offset, blob, proofs offset, proofs}.
+fn cell_proof_entries(list: &[u8]) -> Vec<Option<BlobAndProofV2>> {
+    let offset =
+        |at: usize| u32::from_le_bytes(list[at..at + 4].try_into().expect("validated")) as usize;
+    let count = if list.is_empty() { 0 } else { offset(0) / 4 };
+    let mut items = Vec::with_capacity(count);
+    for i in 0..count {
+        let end = if i + 1 < count {
+            offset((i + 1) * 4)
+        } else {
+            list.len()
+        };
+        let entry = &list[offset(i * 4)..end];
+        let contents = &entry[5..];
+        let proofs_at = u32::from_le_bytes(
+            contents[schema::BYTES_PER_BLOB..schema::BYTES_PER_BLOB + 4]
+                .try_into()
+                .expect("validated"),
+        ) as usize;
+        items.push((entry[0] == 1).then(|| BlobAndProofV2 {
+            blob: Box::new(Blob::from_slice(&contents[..schema::BYTES_PER_BLOB])),
+            proofs: fixed_items(&contents[proofs_at..], 48, Bytes48::from_slice),
+        }));
+    }
+    items
 }
 
 // ---------------------------------------------------------------- JSON decode
@@ -577,11 +537,12 @@ fn bundle(c: &mut Cursor<'_>, contents: BlobContents) -> Option<BundleParts> {
 /// [`BlobContents::Decode`], the bundle's `blobs` list is left empty). `None` means "try the
 /// splice, then serde".
 fn built_payload_whole(
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
     contents: BlobContents,
 ) -> Option<(BuiltPayload, usize)> {
-    if !(3..=5).contains(&version) {
+    // The payload is read field by field in its V3 shape only (Cancun to Osaka).
+    if m.blobs != AnswerBlobs::Bundle || m.latest_fork().has_block_access_list() {
         return None;
     }
     let mut c = Cursor::new(doc);
@@ -614,7 +575,7 @@ fn built_payload_whole(
     let parts = parts?;
     let blob_count = parts.blob_count;
     let built = assemble(
-        version,
+        m,
         ReadPayload::V3(payload?),
         value?,
         parts,
@@ -629,11 +590,11 @@ fn built_payload_whole(
 /// an empty `blobs` list, and how many blobs the answer holds. `None` for any other shape or
 /// version.
 pub(crate) fn built_payload_without_blobs(
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
     digits: Digits,
 ) -> Option<(BuiltPayload, usize)> {
-    built_payload_whole(version, doc, BlobContents::counted(digits))
+    built_payload_whole(m, doc, BlobContents::counted(digits))
 }
 
 /// The payload of a getPayload result: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
@@ -646,38 +607,50 @@ enum ReadPayload {
 /// or the splice with serde); `None` when the parts do not make one of that version: a
 /// bundle whose lists disagree, execution requests where there are none or the reverse.
 fn assemble(
-    version: u8,
+    m: &MethodSpec,
     payload: ReadPayload,
     value: U256,
     parts: BundleParts,
     override_builder: bool,
     requests: Option<alloy_eips::eip7685::Requests>,
 ) -> Option<BuiltPayload> {
-    let per_blob = if version >= 5 {
+    let per_blob = if m.cell_proofs() {
         schema::CELLS_PER_EXT_BLOB
     } else {
         1
     };
     if parts.commitments.len() != parts.blob_count
         || parts.proofs.len() != parts.blob_count * per_blob
-        || (version == 3) != requests.is_none()
     {
         return None;
     }
-    let cell_bundle = |parts: BundleParts| BlobsBundleV2 {
-        commitments: parts.commitments,
-        proofs: parts.proofs,
-        blobs: parts.blobs,
-    };
-    Some(match (version, payload) {
-        (3 | 4, ReadPayload::V3(payload)) => {
+    build(m, payload, value, parts, override_builder, requests)
+}
+
+/// The built payload of the row `m` from its parts, its variant given by the row's shape
+/// (payload version, proofs per blob, requests); `None` when the parts are not of that shape.
+/// The bundle's lists are not compared here.
+fn build(
+    m: &MethodSpec,
+    payload: ReadPayload,
+    value: U256,
+    parts: BundleParts,
+    override_builder: bool,
+    requests: Option<alloy_eips::eip7685::Requests>,
+) -> Option<BuiltPayload> {
+    if m.has_requests() != requests.is_some() {
+        return None;
+    }
+    let (commitments, proofs, blobs) = (parts.commitments, parts.proofs, parts.blobs);
+    Some(match (payload, m.cell_proofs(), requests) {
+        (ReadPayload::V3(payload), false, requests) => {
             let envelope = ExecutionPayloadEnvelopeV3 {
                 execution_payload: payload,
                 block_value: value,
                 blobs_bundle: BlobsBundleV1 {
-                    commitments: parts.commitments,
-                    proofs: parts.proofs,
-                    blobs: parts.blobs,
+                    commitments,
+                    proofs,
+                    blobs,
                 },
                 should_override_builder: override_builder,
             };
@@ -689,20 +662,32 @@ fn assemble(
                 None => BuiltPayload::V3(envelope),
             }
         }
-        (5, ReadPayload::V3(payload)) => BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
-            execution_payload: payload,
-            block_value: value,
-            blobs_bundle: cell_bundle(parts),
-            should_override_builder: override_builder,
-            execution_requests: requests?,
-        }),
-        (6, ReadPayload::V4(payload)) => BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
-            execution_payload: payload,
-            block_value: value,
-            blobs_bundle: cell_bundle(parts),
-            should_override_builder: override_builder,
-            execution_requests: requests?,
-        }),
+        (ReadPayload::V3(payload), true, Some(execution_requests)) => {
+            BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
+                execution_payload: payload,
+                block_value: value,
+                blobs_bundle: BlobsBundleV2 {
+                    commitments,
+                    proofs,
+                    blobs,
+                },
+                should_override_builder: override_builder,
+                execution_requests,
+            })
+        }
+        (ReadPayload::V4(payload), true, Some(execution_requests)) => {
+            BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
+                execution_payload: payload,
+                block_value: value,
+                blobs_bundle: BlobsBundleV2 {
+                    commitments,
+                    proofs,
+                    blobs,
+                },
+                should_override_builder: override_builder,
+                execution_requests,
+            })
+        }
         _ => return None,
     })
 }
@@ -770,13 +755,13 @@ fn fixed_width_blobs(
 /// Decodes a getPayloadV3..V6 result through [`splice_bundle`]; `None` means "use serde".
 pub(crate) fn built_payload_from_json(
     what: &str,
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
 ) -> Result<Option<BuiltPayload>> {
-    if !(3..=6).contains(&version) {
+    if m.blobs != AnswerBlobs::Bundle {
         return Ok(None);
     }
-    if let Some((built, _)) = built_payload_whole(version, doc, BlobContents::Decode) {
+    if let Some((built, _)) = built_payload_whole(m, doc, BlobContents::Decode) {
         return Ok(Some(built));
     }
     let Some((parts, rest)) = splice_bundle(doc) else {
@@ -793,7 +778,7 @@ pub(crate) fn built_payload_from_json(
                 b.commitments.is_empty() && b.proofs.is_empty() && b.blobs.is_empty()
             })
     }
-    let read = if version == 6 {
+    let read = if m.latest_fork().has_block_access_list() {
         parse::<ExecutionPayloadV4>(&rest).map(|e| {
             let payload = ReadPayload::V4(e.execution_payload);
             (
@@ -816,7 +801,7 @@ pub(crate) fn built_payload_from_json(
     };
     Ok(
         read.and_then(|(payload, value, override_builder, requests)| {
-            assemble(version, payload, value, parts, override_builder, requests)
+            assemble(m, payload, value, parts, override_builder, requests)
         }),
     )
 }
@@ -859,23 +844,26 @@ fn blob_entry<B>(
 /// A V2 answer has no `null` entries (it is all or nothing).
 #[allow(clippy::type_complexity)]
 fn blob_entries<B>(
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
     mut read_blob: impl FnMut(&mut Cursor<'_>) -> Option<B>,
 ) -> Option<Option<Vec<Option<(B, Vec<Bytes48>)>>>> {
-    let mut c = Cursor::new(doc);
-    let cell_proofs = match version {
-        1 => false,
-        2 | 3 => true,
-        _ => return None,
+    let AnswerBlobs::Entries {
+        null_entries,
+        null_answer,
+    } = m.blobs
+    else {
+        return None;
     };
-    if version != 1 && c.next_is(b"null") {
+    let cell_proofs = m.cell_proofs();
+    let mut c = Cursor::new(doc);
+    if null_answer && c.next_is(b"null") {
         c.end()?;
         return Some(None);
     }
     let mut entries = Vec::new();
     c.list(|c| {
-        if version != 2 && c.next_is(b"null") {
+        if null_entries && c.next_is(b"null") {
             entries.push(None);
         } else {
             entries.push(Some(blob_entry(c, cell_proofs, &mut read_blob)?));
@@ -888,24 +876,29 @@ fn blob_entries<B>(
 
 /// Decodes a getBlobsV1/V2/V3 result at fixed width (blobs and proofs straight from hex);
 /// `None` means "use serde" (another shape, a V4 answer, or anything unexpected).
-pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
+pub(crate) fn blobs_from_json(m: &MethodSpec, doc: &[u8]) -> Option<Blobs> {
     // Each blob is decoded into its final heap place: moving 128 KiB arrays by value from
     // entry to list to answer cost more than the decode itself (8.9 ms against 6.1 ms through
     // serde for 72 blobs, measured).
-    let entries = blob_entries(version, doc, |c| {
+    let entries = blob_entries(m, doc, |c| {
         let mut b: Box<Blob> = Box::default();
         c.hex(b.as_mut_slice())?;
         Some(b)
     })?;
-    let Some(entries) = entries else {
-        return Some(if version == 2 {
-            Blobs::V2(None)
-        } else {
-            Blobs::V3(None)
-        });
+    // The variant is the row's shape: one proof per blob (V1), or cell proofs with missing
+    // blobs as `null` entries (V3) or as a `null` answer only (V2).
+    let partial = matches!(
+        m.blobs,
+        AnswerBlobs::Entries {
+            null_entries: true,
+            ..
+        }
+    );
+    let cells = |e: Option<(Box<Blob>, Vec<Bytes48>)>| {
+        e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs })
     };
-    Some(match version {
-        1 => Blobs::V1(
+    Some(match (entries, m.cell_proofs(), partial) {
+        (Some(entries), false, _) => Blobs::V1(
             entries
                 .into_iter()
                 .map(|e| {
@@ -916,18 +909,12 @@ pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
                 })
                 .collect(),
         ),
-        2 => Blobs::V2(Some(
-            entries
-                .into_iter()
-                .map(|e| e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs }))
-                .collect::<Option<Vec<_>>>()?,
+        (None, _, false) => Blobs::V2(None),
+        (None, _, true) => Blobs::V3(None),
+        (Some(entries), true, false) => Blobs::V2(Some(
+            entries.into_iter().map(cells).collect::<Option<Vec<_>>>()?,
         )),
-        _ => Blobs::V3(Some(
-            entries
-                .into_iter()
-                .map(|e| e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs }))
-                .collect(),
-        )),
+        (Some(entries), true, true) => Blobs::V3(Some(entries.into_iter().map(cells).collect())),
     })
 }
 
@@ -937,7 +924,7 @@ pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
 /// other shape or version.
 #[allow(clippy::type_complexity)]
 pub(crate) fn blobs_without_blobs(
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
     digits: Digits,
 ) -> Option<Option<Vec<Option<usize>>>> {
@@ -945,9 +932,7 @@ pub(crate) fn blobs_without_blobs(
         Digits::Present => schema::BYTES_PER_BLOB,
         Digits::LeftOut => 0,
     };
-    let entries = blob_entries(version, doc, |c| {
-        const_hex::check(c.hex_of_width(bytes)?).ok()
-    })?;
+    let entries = blob_entries(m, doc, |c| const_hex::check(c.hex_of_width(bytes)?).ok())?;
     Some(entries.map(|entries| {
         entries
             .into_iter()
@@ -959,6 +944,17 @@ pub(crate) fn blobs_without_blobs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::method;
+
+    /// The row of `engine_getPayloadV{n}`.
+    fn get_payload(n: u8) -> &'static MethodSpec {
+        method::by_name(&format!("engine_getPayloadV{n}")).unwrap()
+    }
+
+    /// The row of `engine_getBlobsV{n}`.
+    fn get_blobs(n: u8) -> &'static MethodSpec {
+        method::by_name(&format!("engine_getBlobsV{n}")).unwrap()
+    }
 
     fn doc(blobs: &[&str]) -> String {
         let proof = format!("\"0x{}\"", "cd".repeat(48));
@@ -1054,8 +1050,9 @@ mod tests {
             should_override_builder: true,
             execution_requests: requests,
         };
-        let fast =
-            |version, json: Vec<u8>| built_payload_from_json("test", version, &json).unwrap();
+        let fast = |version, json: Vec<u8>| {
+            built_payload_from_json("test", get_payload(version), &json).unwrap()
+        };
         assert_eq!(
             fast(3, serde_json::to_vec(&v3).unwrap()),
             Some(BuiltPayload::V3(v3.clone()))
@@ -1106,18 +1103,24 @@ mod tests {
             }
             let doc = format!(" [ {} ] ", entries.join(" ,\n"));
             assert_eq!(
-                blobs_from_json(version, doc.as_bytes()),
+                blobs_from_json(get_blobs(version), doc.as_bytes()),
                 Some(serde(version, &doc)),
                 "V{version}"
             );
             assert_eq!(
-                blobs_from_json(version, b"[]"),
+                blobs_from_json(get_blobs(version), b"[]"),
                 Some(serde(version, "[]")),
                 "V{version} empty"
             );
         }
-        assert_eq!(blobs_from_json(2, b" null "), Some(Blobs::V2(None)));
-        assert_eq!(blobs_from_json(3, b"null"), Some(Blobs::V3(None)));
+        assert_eq!(
+            blobs_from_json(get_blobs(2), b" null "),
+            Some(Blobs::V2(None))
+        );
+        assert_eq!(
+            blobs_from_json(get_blobs(3), b"null"),
+            Some(Blobs::V3(None))
+        );
     }
 
     #[test]
@@ -1145,13 +1148,16 @@ mod tests {
         ];
         for doc in &cases {
             assert_eq!(
-                blobs_from_json(2, doc.as_bytes()),
+                blobs_from_json(get_blobs(2), doc.as_bytes()),
                 None,
                 "{}",
                 &doc[..doc.len().min(80)]
             );
         }
-        assert_eq!(blobs_from_json(1, format!("[{good}]").as_bytes()), None);
-        assert_eq!(blobs_from_json(4, b"[]"), None);
+        assert_eq!(
+            blobs_from_json(get_blobs(1), format!("[{good}]").as_bytes()),
+            None
+        );
+        assert_eq!(blobs_from_json(get_blobs(4), b"[]"), None);
     }
 }

@@ -11,7 +11,7 @@
 //! was most of what `--verify sample` added to the proxy's CPU on calls whose KZG proofs were
 //! sampled out.
 
-use crate::{bulk, message::BuiltPayload};
+use crate::{bulk, message::BuiltPayload, method::MethodSpec};
 
 /// Whether the document read still holds its blobs' digits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,12 +35,19 @@ pub struct BlobsShape {
 
 /// A getPayloadV3..V5 result (`result` of the JSON-RPC answer) without its blobs: the payload
 /// with an empty `blobs` list in its bundle, and how many blobs the answer holds.
-pub fn built_payload(version: u8, result: &[u8], digits: Digits) -> Option<(BuiltPayload, usize)> {
-    bulk::built_payload_without_blobs(version, result, digits)
+pub fn built_payload(
+    m: &MethodSpec,
+    result: &[u8],
+    digits: Digits,
+) -> Option<(BuiltPayload, usize)> {
+    bulk::built_payload_without_blobs(m, result, digits)
 }
 
 /// A getBlobsV1..V3 result (`result` of the JSON-RPC answer) without its blobs.
-pub fn blobs(version: u8, result: &[u8], digits: Digits) -> Option<BlobsShape> {
-    let entries = bulk::blobs_without_blobs(version, result, digits)?;
-    Some(BlobsShape { version, entries })
+pub fn blobs(m: &MethodSpec, result: &[u8], digits: Digits) -> Option<BlobsShape> {
+    let entries = bulk::blobs_without_blobs(m, result, digits)?;
+    Some(BlobsShape {
+        version: m.version,
+        entries,
+    })
 }

@@ -32,7 +32,7 @@ use std::{
 use bytes::Bytes;
 use sszgate_engine::{
     Fork, coding,
-    method::{self, Family},
+    method::{self, AnswerBlobs},
     scan,
     without_blobs::Digits,
 };
@@ -986,9 +986,12 @@ impl Worker {
             None => scan::envelope(&c.request)?.method?,
         };
         let m = method::by_name(name).ok()?;
-        match (m.family, m.version) {
-            (Family::GetPayload, 3..=5) => Some(BlobLayout::Bundle),
-            (Family::GetBlobs, 1..=3) => Some(BlobLayout::Entries),
+        // The bundles whose payload the fixed-shape reader reads (V3: Cancun to Osaka).
+        match m.blobs {
+            AnswerBlobs::Bundle if !m.latest_fork().has_block_access_list() => {
+                Some(BlobLayout::Bundle)
+            }
+            AnswerBlobs::Entries { .. } => Some(BlobLayout::Entries),
             _ => None,
         }
     }

@@ -149,10 +149,10 @@ fn json_without_blobs(
     // else, and the whole answer is decoded then.
     let result = scan::last_value(response, "result")?;
     let answer = if m.family == Family::GetPayload {
-        let (built, blobs) = without_blobs::built_payload(m.version, result, digits)?;
+        let (built, blobs) = without_blobs::built_payload(m, result, digits)?;
         AnswerWithoutBlobs::Payload(Box::new(built), blobs)
     } else {
-        AnswerWithoutBlobs::Blobs(without_blobs::blobs(m.version, result, digits)?)
+        AnswerWithoutBlobs::Blobs(without_blobs::blobs(m, result, digits)?)
     };
     let fork = m.latest_fork();
     let params = scan::envelope(request)?.params?;

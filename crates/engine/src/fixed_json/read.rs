@@ -16,6 +16,7 @@ use alloy_rpc_types_engine::{
 use crate::{
     fork::Fork,
     json::read::{Cursor, once},
+    method::MethodSpec,
 };
 
 /// An execution payload V1..V3 as read: the V1 fields, and those of the later versions if given.
@@ -214,36 +215,41 @@ pub(crate) fn bytes_list(c: &mut Cursor<'_>) -> Option<Vec<alloy_primitives::Byt
     c.list_of(Cursor::bytes)
 }
 
-/// Decodes engine_newPayloadV1..V4 params (`[payload]` for V1/V2; `[payload,
-/// versionedHashes, parentBeaconBlockRoot (, executionRequests)]` for V3/V4) at their fixed
-/// shape; `None` means "use serde". A V2 payload is Paris's without withdrawals and
-/// Shanghai's with them, as `fork` says; a mismatch is serde's to report.
+/// Decodes engine_newPayload params at their fixed shape; `None` means "use serde". The shape
+/// is the call's fork's: `[payload]` before Cancun (withdrawals from Shanghai on: a V2
+/// payload is Paris's without them and Shanghai's with them), then `[payload,
+/// versionedHashes, parentBeaconBlockRoot]` and the execution requests from Prague on.
+/// Amsterdam payloads, and a fork the method `m` does not serve, are serde's to judge.
 pub(crate) fn new_payload_from_json(
-    version: u8,
+    m: &MethodSpec,
     fork: Fork,
     doc: &[u8],
 ) -> Option<crate::message::NewPayload> {
     use crate::message::NewPayload;
+    if !m.serves(fork) || fork.has_block_access_list() {
+        return None;
+    }
     let mut c = Cursor::new(doc);
     c.eat(b"[")?;
-    let np = match version {
-        1 => NewPayload::Paris(payload(&mut c)?.v1()?),
-        2 if fork == Fork::Paris => NewPayload::Paris(payload(&mut c)?.v1()?),
-        2 => NewPayload::Shanghai(payload(&mut c)?.v2()?),
-        3 | 4 => {
-            let payload = payload_v3(&mut c)?;
-            c.eat(b",")?;
-            let hashes = hash_list(&mut c)?;
-            c.eat(b",")?;
-            let root = c.fixed()?;
-            if version == 3 {
-                NewPayload::Cancun(payload, hashes, root)
-            } else {
-                c.eat(b",")?;
-                NewPayload::Prague(payload, hashes, root, bytes_list(&mut c)?.into())
-            }
+    let np = if !fork.has_blobs() {
+        let read = payload(&mut c)?;
+        if fork.has_withdrawals() {
+            NewPayload::Shanghai(read.v2()?)
+        } else {
+            NewPayload::Paris(read.v1()?)
         }
-        _ => return None,
+    } else {
+        let payload = payload_v3(&mut c)?;
+        c.eat(b",")?;
+        let hashes = hash_list(&mut c)?;
+        c.eat(b",")?;
+        let root = c.fixed()?;
+        if fork.has_requests() {
+            c.eat(b",")?;
+            NewPayload::Prague(payload, hashes, root, bytes_list(&mut c)?.into())
+        } else {
+            NewPayload::Cancun(payload, hashes, root)
+        }
     };
     c.eat(b"]")?;
     c.end()?;

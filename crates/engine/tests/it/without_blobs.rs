@@ -16,6 +16,16 @@ use sszgate_engine::{
 
 use crate::{blob, payload, proof};
 
+/// The row of `engine_getPayloadV{n}`.
+fn get_payload(n: u8) -> &'static method::MethodSpec {
+    method::by_name(&format!("engine_getPayloadV{n}")).unwrap()
+}
+
+/// The row of `engine_getBlobsV{n}`.
+fn get_blobs(n: u8) -> &'static method::MethodSpec {
+    method::by_name(&format!("engine_getBlobsV{n}")).unwrap()
+}
+
 fn bundle_v1(n: u8) -> BlobsBundleV1 {
     BlobsBundleV1 {
         commitments: (0..n).map(|i| proof(100 + i)).collect(),
@@ -102,7 +112,7 @@ fn a_built_payload_reads_as_the_full_decode_without_its_blobs() {
                 Message::BuiltPayload(full.clone())
             );
             let (read, count) =
-                without_blobs::built_payload(version, doc.as_bytes(), Digits::Present)
+                without_blobs::built_payload(get_payload(version), doc.as_bytes(), Digits::Present)
                     .unwrap_or_else(|| panic!("V{version} with {n} blobs not read"));
             assert_eq!(count, n as usize, "V{version}");
             assert_eq!(
@@ -127,7 +137,8 @@ fn a_built_payload_with_a_bad_blob_or_odd_lists_is_left_to_the_full_decode() {
         for bad in [not_hex, short, escaped] {
             assert_ne!(bad, doc);
             assert!(
-                without_blobs::built_payload(version, bad.as_bytes(), Digits::Present).is_none(),
+                without_blobs::built_payload(get_payload(version), bad.as_bytes(), Digits::Present)
+                    .is_none(),
                 "V{version}"
             );
         }
@@ -135,11 +146,14 @@ fn a_built_payload_with_a_bad_blob_or_odd_lists_is_left_to_the_full_decode() {
         let one = format!("\"0x{}\",", const_hex::encode(proof(100)));
         let fewer = doc.replacen(&one, "", 1);
         assert_ne!(fewer, doc);
-        assert!(without_blobs::built_payload(version, fewer.as_bytes(), Digits::Present).is_none());
+        assert!(
+            without_blobs::built_payload(get_payload(version), fewer.as_bytes(), Digits::Present)
+                .is_none()
+        );
     }
     // Versions without a bundle, or not of the fixed shape here.
-    assert!(without_blobs::built_payload(2, b"{}", Digits::Present).is_none());
-    assert!(without_blobs::built_payload(6, b"{}", Digits::Present).is_none());
+    assert!(without_blobs::built_payload(get_payload(2), b"{}", Digits::Present).is_none());
+    assert!(without_blobs::built_payload(get_payload(6), b"{}", Digits::Present).is_none());
 }
 
 fn entry_v2(seed: u8, proofs: usize) -> BlobAndProofV2 {
@@ -174,12 +188,12 @@ fn a_get_blobs_answer_reads_as_its_entries_and_their_proof_counts() {
     ];
     for (version, answer, entries) in cases {
         let doc = json(Message::Blobs(answer));
-        let shape = without_blobs::blobs(version, doc.as_bytes(), Digits::Present)
+        let shape = without_blobs::blobs(get_blobs(version), doc.as_bytes(), Digits::Present)
             .unwrap_or_else(|| panic!("V{version} not read: {}", &doc[..doc.len().min(80)]));
         assert_eq!(shape.version, version);
         assert_eq!(shape.entries, entries, "V{version}");
         let left_out = without_digits(&doc, 4);
-        let shape = without_blobs::blobs(version, left_out.as_bytes(), Digits::LeftOut)
+        let shape = without_blobs::blobs(get_blobs(version), left_out.as_bytes(), Digits::LeftOut)
             .unwrap_or_else(|| panic!("V{version} without digits not read"));
         assert_eq!(shape.entries, entries, "V{version}, digits left out");
     }
@@ -193,10 +207,10 @@ fn a_get_blobs_answer_of_another_shape_is_left_to_the_full_decode() {
     let short = doc.replacen(&digits, &digits[..digits.len() - 2], 1);
     let extra_key = doc.replacen("{\"blob\"", "{\"x\":1,\"blob\"", 1);
     for bad in [not_hex, short, extra_key] {
-        assert!(without_blobs::blobs(2, bad.as_bytes(), Digits::Present).is_none());
+        assert!(without_blobs::blobs(get_blobs(2), bad.as_bytes(), Digits::Present).is_none());
     }
     // V2 is all or nothing: a null entry is not of its shape; V1 has no null answer.
-    assert!(without_blobs::blobs(2, b"[null]", Digits::Present).is_none());
-    assert!(without_blobs::blobs(1, b"null", Digits::Present).is_none());
-    assert!(without_blobs::blobs(4, b"[]", Digits::Present).is_none());
+    assert!(without_blobs::blobs(get_blobs(2), b"[null]", Digits::Present).is_none());
+    assert!(without_blobs::blobs(get_blobs(1), b"null", Digits::Present).is_none());
+    assert!(without_blobs::blobs(get_blobs(4), b"[]", Digits::Present).is_none());
 }

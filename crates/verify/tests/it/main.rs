@@ -398,10 +398,9 @@ fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
 }
 
 /// The getPayload answer `built` read from its JSON without its blobs.
-fn read_without_blobs(built: &BuiltPayload, version: u8) -> AnswerWithoutBlobs {
+fn read_without_blobs(built: &BuiltPayload, get: &method::MethodSpec) -> AnswerWithoutBlobs {
     let json = Message::BuiltPayload(built.clone()).to_json().unwrap();
-    let (read, n) =
-        without_blobs::built_payload(version, &json, Digits::Present).expect("fixed shape");
+    let (read, n) = without_blobs::built_payload(get, &json, Digits::Present).expect("fixed shape");
     AnswerWithoutBlobs::Payload(Box::new(read), n)
 }
 
@@ -411,7 +410,7 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
         let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
         let run = |built: &BuiltPayload| {
             let (mut verifier, id) = after_forkchoice(Mode::All, fork, B256::repeat_byte(0x42));
-            let answer = read_without_blobs(built, get.version);
+            let answer = read_without_blobs(built, get);
             let request = Message::PayloadId(id);
             verifier
                 .call_without_blobs(get, fork, &request, &answer)
@@ -430,7 +429,7 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
         let bad = with_gas_used_changed(&good);
         assert_eq!(failed_check(run(&bad)), Check::BlockHash, "{fork}");
         let (mut verifier, id) = after_forkchoice(Mode::All, fork, root);
-        let AnswerWithoutBlobs::Payload(read, n) = read_without_blobs(&good, get.version) else {
+        let AnswerWithoutBlobs::Payload(read, n) = read_without_blobs(&good, get) else {
             unreachable!()
         };
         let one_short = AnswerWithoutBlobs::Payload(read, n - 1);
@@ -461,7 +460,7 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
     let m = method::by_name("engine_getBlobsV2").unwrap();
     let run = |answer: Blobs| {
         let json = Message::Blobs(answer).to_json().unwrap();
-        let shape = without_blobs::blobs(2, &json, Digits::Present).expect("fixed shape");
+        let shape = without_blobs::blobs(m, &json, Digits::Present).expect("fixed shape");
         Verifier::new(Mode::All)
             .call_without_blobs(m, Fork::Osaka, &request, &AnswerWithoutBlobs::Blobs(shape))
             .unwrap()
@@ -491,7 +490,7 @@ fn calls_read_without_their_blobs_take_their_turn_in_the_sampling() {
         indices: None,
     });
     let none_available =
-        AnswerWithoutBlobs::Blobs(without_blobs::blobs(2, b"null", Digits::Present).unwrap());
+        AnswerWithoutBlobs::Blobs(without_blobs::blobs(m, b"null", Digits::Present).unwrap());
     let mut due = Vec::new();
     for _ in 0..17 {
         due.push(verifier.kzg_on_next_blob_call());
