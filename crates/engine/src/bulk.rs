@@ -34,7 +34,6 @@ use crate::{
     message::{Blobs, BuiltPayload},
     method::{AnswerBlobs, MethodSpec},
     ssz::{self as schema, SszError, SszField, SszProblem, Ty, container_fields, encode_container},
-    without_blobs::Digits,
 };
 
 // ---------------------------------------------------------------- JSON
@@ -423,24 +422,61 @@ fn cell_proof_entries(list: &[u8]) -> Vec<Option<BlobAndProofV2>> {
 
 // ---------------------------------------------------------------- JSON decode
 
-/// A blob bundle with its blobs taken out (the `blobs` array is spliced to `[]` before parsing).
+/// A blob bundle whose blobs serde reads as `B`: ignored (the `blobs` array spliced to `[]`
+/// before parsing) or checked without being decoded ([`CheckedBlob`]).
 #[derive(serde::Deserialize)]
-struct BundleWithoutBlobs {
+struct BundleOf<B> {
     commitments: Vec<Bytes48>,
     proofs: Vec<Bytes48>,
-    blobs: Vec<serde::de::IgnoredAny>,
+    blobs: Vec<B>,
 }
 
-/// A getPayloadV3..V6 result with its blobs taken out.
+/// A getPayloadV3..V6 result whose blobs serde reads as `B`.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct EnvelopeWithoutBlobs<P> {
+struct EnvelopeOf<P, B> {
     execution_payload: P,
     block_value: U256,
-    blobs_bundle: BundleWithoutBlobs,
+    blobs_bundle: BundleOf<B>,
     should_override_builder: bool,
     #[serde(default)]
     execution_requests: Option<alloy_eips::eip7685::Requests>,
+}
+
+/// A blob's JSON string checked without being decoded: `"0x"` and its 262,144 hex digits, or
+/// `"0x"` alone (`LEFT_OUT`) in an answer joined without its blobs' digits, which were
+/// checked then. What serde's full decode would refuse in a blob, this refuses.
+struct CheckedBlob<const LEFT_OUT: bool>;
+
+impl<'de, const LEFT_OUT: bool> serde::Deserialize<'de> for CheckedBlob<LEFT_OUT> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit<const LEFT_OUT: bool>;
+        impl<const LEFT_OUT: bool> serde::de::Visitor<'_> for Visit<LEFT_OUT> {
+            type Value = CheckedBlob<LEFT_OUT>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a blob: 0x and 262144 hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(
+                self,
+                s: &str,
+            ) -> std::result::Result<Self::Value, E> {
+                let digits = s.strip_prefix("0x").unwrap_or(s);
+                let width = if LEFT_OUT {
+                    0
+                } else {
+                    2 * schema::BYTES_PER_BLOB
+                };
+                if digits.len() != width || const_hex::check(digits).is_err() {
+                    return Err(E::invalid_value(
+                        serde::de::Unexpected::Str(&s[..s.len().min(20)]),
+                        &self,
+                    ));
+                }
+                Ok(CheckedBlob)
+            }
+        }
+        d.deserialize_str(Visit::<LEFT_OUT>)
+    }
 }
 
 /// What a reader does with the blobs of an answer.
@@ -457,11 +493,12 @@ pub(crate) enum BlobContents {
 }
 
 impl BlobContents {
-    /// Counting the blobs of a document whose digits are as `digits` says.
-    fn counted(digits: Digits) -> BlobContents {
-        match digits {
-            Digits::Present => BlobContents::Count,
-            Digits::LeftOut => BlobContents::CountLeftOut,
+    /// Counting the blobs of a document whose digits were left out or not.
+    fn counted(digits_left_out: bool) -> BlobContents {
+        if digits_left_out {
+            BlobContents::CountLeftOut
+        } else {
+            BlobContents::Count
         }
     }
 }
@@ -592,9 +629,9 @@ fn built_payload_whole(
 pub(crate) fn built_payload_without_blobs(
     m: &MethodSpec,
     doc: &[u8],
-    digits: Digits,
+    digits_left_out: bool,
 ) -> Option<(BuiltPayload, usize)> {
-    built_payload_whole(m, doc, BlobContents::counted(digits))
+    built_payload_whole(m, doc, BlobContents::counted(digits_left_out))
 }
 
 /// The payload of a getPayload result: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
@@ -770,10 +807,12 @@ pub(crate) fn built_payload_from_json(
     json::require_hex_prefix(what, &rest)?;
     /// The envelope serde read around the spliced bundle, which must have been that bundle
     /// (its lists left empty).
-    fn parse<P: serde::de::DeserializeOwned>(rest: &[u8]) -> Option<EnvelopeWithoutBlobs<P>> {
+    fn parse<P: serde::de::DeserializeOwned>(
+        rest: &[u8],
+    ) -> Option<EnvelopeOf<P, serde::de::IgnoredAny>> {
         serde_json::from_slice(rest)
             .ok()
-            .filter(|e: &EnvelopeWithoutBlobs<P>| {
+            .filter(|e: &EnvelopeOf<P, serde::de::IgnoredAny>| {
                 let b = &e.blobs_bundle;
                 b.commitments.is_empty() && b.proofs.is_empty() && b.blobs.is_empty()
             })
@@ -926,11 +965,12 @@ pub(crate) fn blobs_from_json(m: &MethodSpec, doc: &[u8]) -> Option<Blobs> {
 pub(crate) fn blobs_without_blobs(
     m: &MethodSpec,
     doc: &[u8],
-    digits: Digits,
+    digits_left_out: bool,
 ) -> Option<Option<Vec<Option<usize>>>> {
-    let bytes = match digits {
-        Digits::Present => schema::BYTES_PER_BLOB,
-        Digits::LeftOut => 0,
+    let bytes = if digits_left_out {
+        0
+    } else {
+        schema::BYTES_PER_BLOB
     };
     let entries = blob_entries(m, doc, |c| const_hex::check(c.hex_of_width(bytes)?).ok())?;
     Some(entries.map(|entries| {
@@ -939,6 +979,134 @@ pub(crate) fn blobs_without_blobs(
             .map(|e| e.map(|((), proofs)| proofs.len()))
             .collect()
     }))
+}
+
+/// A getPayload result (a row with a blob bundle) read by serde with its blobs checked but
+/// not decoded (see [`CheckedBlob`]): the payload with an empty `blobs` list, and how many
+/// blobs it held. For the answers the fixed-shape reader leaves to serde; it refuses what
+/// serde's full decode refuses (lists that disagree included), and reads execution requests
+/// only where the row has them, as alloy's envelopes do.
+pub(crate) fn built_payload_serde_without_blobs(
+    what: &str,
+    m: &MethodSpec,
+    doc: &[u8],
+    digits_left_out: bool,
+) -> Result<(BuiltPayload, usize)> {
+    fn read<P: serde::de::DeserializeOwned, const L: bool>(
+        what: &str,
+        doc: &[u8],
+    ) -> Result<(
+        P,
+        U256,
+        BundleParts,
+        bool,
+        Option<alloy_eips::eip7685::Requests>,
+    )> {
+        let e: EnvelopeOf<P, CheckedBlob<L>> = json::from_slice(what, doc)?;
+        let b = e.blobs_bundle;
+        let parts = BundleParts {
+            commitments: b.commitments,
+            proofs: b.proofs,
+            blobs: Vec::new(),
+            blob_count: b.blobs.len(),
+        };
+        let value = e.block_value;
+        Ok((
+            e.execution_payload,
+            value,
+            parts,
+            e.should_override_builder,
+            e.execution_requests,
+        ))
+    }
+    json::require_hex_prefix(what, doc)?;
+    let bal = m.latest_fork().has_block_access_list();
+    let (payload, value, parts, override_builder, requests) = match (bal, digits_left_out) {
+        (false, false) => read::<ExecutionPayloadV3, false>(what, doc)
+            .map(|r| (ReadPayload::V3(r.0), r.1, r.2, r.3, r.4)),
+        (false, true) => read::<ExecutionPayloadV3, true>(what, doc)
+            .map(|r| (ReadPayload::V3(r.0), r.1, r.2, r.3, r.4)),
+        (true, false) => read::<ExecutionPayloadV4, false>(what, doc)
+            .map(|r| (ReadPayload::V4(r.0), r.1, r.2, r.3, r.4)),
+        (true, true) => read::<ExecutionPayloadV4, true>(what, doc)
+            .map(|r| (ReadPayload::V4(r.0), r.1, r.2, r.3, r.4)),
+    }?;
+    let blobs = parts.blob_count;
+    let requests = requests.filter(|_| m.has_requests());
+    let (c, p) = (parts.commitments.len(), parts.proofs.len());
+    assemble(m, payload, value, parts, override_builder, requests)
+        .map(|built| (built, blobs))
+        .ok_or_else(|| Error::Json {
+            what: what.to_string(),
+            path: "blobsBundle".into(),
+            detail: format!(
+                "{c} commitments and {p} proofs for {blobs} blobs, or execution requests missing"
+            ),
+        })
+}
+
+/// One getBlobs entry as serde reads it with its blob checked but not decoded.
+#[derive(serde::Deserialize)]
+struct EntryV1<B> {
+    #[allow(dead_code)]
+    blob: B,
+    #[allow(dead_code)]
+    proof: Bytes48,
+}
+
+/// One getBlobs entry with cell proofs, its blob checked but not decoded.
+#[derive(serde::Deserialize)]
+struct EntryV2<B> {
+    #[allow(dead_code)]
+    blob: B,
+    proofs: Vec<Bytes48>,
+}
+
+/// A getBlobs result (a row with blob entries) read by serde with its blobs checked but not
+/// decoded: per entry, `None` when missing or its number of proofs; `None` for a `null`
+/// answer. It refuses what serde's full decode refuses (a `null` entry in V2, a `null`
+/// answer in V1).
+pub(crate) fn blobs_serde_without_blobs(
+    what: &str,
+    m: &MethodSpec,
+    doc: &[u8],
+    digits_left_out: bool,
+) -> Result<Option<Vec<Option<usize>>>> {
+    fn read<const L: bool>(
+        what: &str,
+        m: &MethodSpec,
+        doc: &[u8],
+    ) -> Result<Option<Vec<Option<usize>>>> {
+        let AnswerBlobs::Entries { null_entries, .. } = m.blobs else {
+            return Err(Error::invalid(what, "no blob entries in this answer"));
+        };
+        let counts = |proofs: &[Bytes48]| Some(proofs.len());
+        Ok(match (m.cell_proofs(), null_entries) {
+            (false, _) => {
+                let entries: Vec<Option<EntryV1<CheckedBlob<L>>>> = json::from_slice(what, doc)?;
+                Some(entries.iter().map(|e| e.as_ref().map(|_| 1)).collect())
+            }
+            (true, false) => {
+                let entries: Option<Vec<EntryV2<CheckedBlob<L>>>> = json::from_slice(what, doc)?;
+                entries.map(|e| e.iter().map(|e| counts(&e.proofs)).collect())
+            }
+            (true, true) => {
+                let entries: Option<Vec<Option<EntryV2<CheckedBlob<L>>>>> =
+                    json::from_slice(what, doc)?;
+                entries.map(|e| {
+                    e.iter()
+                        .map(|e| e.as_ref().and_then(|e| counts(&e.proofs)))
+                        .collect()
+                })
+            }
+        })
+    }
+    json::require_hex_prefix(what, doc)?;
+    if digits_left_out {
+        read::<true>(what, m, doc)
+    } else {
+        read::<false>(what, m, doc)
+    }
 }
 
 #[cfg(test)]

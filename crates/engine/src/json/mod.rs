@@ -7,8 +7,11 @@
 //! bytes are the same. A decode failure is decoded again through `serde_path_to_error` to name
 //! the JSON path of the fault; the happy path pays nothing for that.
 //!
-//! [`read`] is the one hand-written JSON reader the fast paths share.
+//! [`read`] is the one hand-written JSON reader the fast paths share, over a byte slice; `frames`
+//! reads a blob answer over the frames it arrived in, joining it without its blobs' digits
+//! (see [`crate::blob_answer`]).
 
+pub(crate) mod frames;
 pub mod read;
 
 use serde::{Serialize, de::DeserializeOwned};
