@@ -383,10 +383,10 @@ impl Message {
                     count: count.to(),
                 }
             }
-            MessageKind::Bodies => Message::Bodies(match v {
-                1 => Bodies::V1(json::from_slice(w, bytes)?),
-                _ => Bodies::V2(json::from_slice(w, bytes)?),
-            }),
+            MessageKind::Bodies if method.latest_fork().has_block_access_list() => {
+                Message::Bodies(Bodies::V2(json::from_slice(w, bytes)?))
+            }
+            MessageKind::Bodies => Message::Bodies(Bodies::V1(json::from_slice(w, bytes)?)),
             MessageKind::BlobsRequest => {
                 Message::BlobsRequest(if method.blobs == AnswerBlobs::Cells {
                     let (versioned_hashes, indices) =
@@ -630,7 +630,7 @@ impl Message {
                     form: "SSZ",
                 });
             }
-            MessageKind::Bodies => Message::Bodies(bodies_from_ssz(v, fork, bytes)?),
+            MessageKind::Bodies => Message::Bodies(bodies_from_ssz(method, fork, bytes)?),
             MessageKind::BlobsRequest => {
                 Message::BlobsRequest(if method.blobs == AnswerBlobs::Cells {
                     let r = decode::<wire::BlobsV4Request>(schema::blobs_request(4), bytes)?;
@@ -932,7 +932,9 @@ fn built_to_ssz(b: &BuiltPayload, fork: Fork) -> Result<Vec<u8>> {
     })
 }
 
-fn bodies_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<Bodies> {
+/// A `BodiesResponse` body, as the bodies of the row `m` (V2: with block access lists).
+fn bodies_from_ssz(m: &MethodSpec, fork: Fork, bytes: &[u8]) -> Result<Bodies> {
+    let with_access_lists = m.latest_fork().has_block_access_list();
     let ty = schema::bodies_response(fork);
     fn entries<T: Encode + Decode, L>(
         r: wire::BodiesResponse<T>,
@@ -950,7 +952,7 @@ fn bodies_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<Bodies> {
                 decode::<wire::BodiesResponseAmsterdam>(ty, bytes)?,
                 ExecutionPayloadBodyV2::from,
             );
-            return Ok(if version >= 2 {
+            return Ok(if with_access_lists {
                 Bodies::V2(v2)
             } else {
                 Bodies::V1(
@@ -970,7 +972,7 @@ fn bodies_from_ssz(version: u8, fork: Fork, bytes: &[u8]) -> Result<Bodies> {
             Into::into,
         ),
     };
-    Ok(if version >= 2 {
+    Ok(if with_access_lists {
         Bodies::V2(
             v1.into_iter()
                 .map(|b| {
