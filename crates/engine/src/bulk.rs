@@ -431,16 +431,58 @@ struct BundleOf<B> {
     blobs: Vec<B>,
 }
 
-/// A getPayloadV3..V6 result whose blobs serde reads as `B`.
+/// A getPayloadV3..V6 result whose blobs serde reads as `B` and its execution requests as
+/// `R` (ignored, as alloy's envelopes ignore an unknown member, where the row has none).
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct EnvelopeOf<P, B> {
+struct EnvelopeOf<P, B, R = alloy_eips::eip7685::Requests> {
     execution_payload: P,
     block_value: U256,
     blobs_bundle: BundleOf<B>,
     should_override_builder: bool,
-    #[serde(default)]
-    execution_requests: Option<alloy_eips::eip7685::Requests>,
+    #[serde(default = "absent")]
+    execution_requests: Option<R>,
+}
+
+/// A member left out of a document: `None` (serde's `default` would ask `R: Default`).
+fn absent<R>() -> Option<R> {
+    None
+}
+
+/// The execution requests of an envelope as read: kept, or ignored.
+trait ReadRequests: serde::de::DeserializeOwned {
+    /// The requests, when they are kept.
+    fn kept(self) -> Option<alloy_eips::eip7685::Requests>;
+}
+
+impl ReadRequests for alloy_eips::eip7685::Requests {
+    fn kept(self) -> Option<alloy_eips::eip7685::Requests> {
+        Some(self)
+    }
+}
+
+impl ReadRequests for serde::de::IgnoredAny {
+    fn kept(self) -> Option<alloy_eips::eip7685::Requests> {
+        None
+    }
+}
+
+/// An execution payload as serde reads it, into the payload of a built payload.
+trait ReadPayloadOf: serde::de::DeserializeOwned {
+    /// The payload.
+    fn read(self) -> ReadPayload;
+}
+
+impl ReadPayloadOf for ExecutionPayloadV3 {
+    fn read(self) -> ReadPayload {
+        ReadPayload::V3(self)
+    }
+}
+
+impl ReadPayloadOf for ExecutionPayloadV4 {
+    fn read(self) -> ReadPayload {
+        ReadPayload::V4(self)
+    }
 }
 
 /// A blob's JSON string checked without being decoded: `"0x"` and its 262,144 hex digits, or
@@ -992,47 +1034,13 @@ pub(crate) fn built_payload_serde_without_blobs(
     doc: &[u8],
     digits_left_out: bool,
 ) -> Result<(BuiltPayload, usize)> {
-    fn read<P: serde::de::DeserializeOwned, const L: bool>(
-        what: &str,
-        doc: &[u8],
-    ) -> Result<(
-        P,
-        U256,
-        BundleParts,
-        bool,
-        Option<alloy_eips::eip7685::Requests>,
-    )> {
-        let e: EnvelopeOf<P, CheckedBlob<L>> = json::from_slice(what, doc)?;
-        let b = e.blobs_bundle;
-        let parts = BundleParts {
-            commitments: b.commitments,
-            proofs: b.proofs,
-            blobs: Vec::new(),
-            blob_count: b.blobs.len(),
-        };
-        let value = e.block_value;
-        Ok((
-            e.execution_payload,
-            value,
-            parts,
-            e.should_override_builder,
-            e.execution_requests,
-        ))
-    }
     json::require_hex_prefix(what, doc)?;
-    let bal = m.latest_fork().has_block_access_list();
-    let (payload, value, parts, override_builder, requests) = match (bal, digits_left_out) {
-        (false, false) => read::<ExecutionPayloadV3, false>(what, doc)
-            .map(|r| (ReadPayload::V3(r.0), r.1, r.2, r.3, r.4)),
-        (false, true) => read::<ExecutionPayloadV3, true>(what, doc)
-            .map(|r| (ReadPayload::V3(r.0), r.1, r.2, r.3, r.4)),
-        (true, false) => read::<ExecutionPayloadV4, false>(what, doc)
-            .map(|r| (ReadPayload::V4(r.0), r.1, r.2, r.3, r.4)),
-        (true, true) => read::<ExecutionPayloadV4, true>(what, doc)
-            .map(|r| (ReadPayload::V4(r.0), r.1, r.2, r.3, r.4)),
-    }?;
+    let (payload, value, parts, override_builder, requests) = if digits_left_out {
+        read_envelope::<true>(what, m, doc)?
+    } else {
+        read_envelope::<false>(what, m, doc)?
+    };
     let blobs = parts.blob_count;
-    let requests = requests.filter(|_| m.has_requests());
     let (c, p) = (parts.commitments.len(), parts.proofs.len());
     assemble(m, payload, value, parts, override_builder, requests)
         .map(|built| (built, blobs))
@@ -1043,6 +1051,53 @@ pub(crate) fn built_payload_serde_without_blobs(
                 "{c} commitments and {p} proofs for {blobs} blobs, or execution requests missing"
             ),
         })
+}
+
+/// The parts of a built payload as read by serde, before they are assembled.
+type EnvelopeParts = (
+    ReadPayload,
+    U256,
+    BundleParts,
+    bool,
+    Option<alloy_eips::eip7685::Requests>,
+);
+
+/// The envelope of the row `m` (its payload version, its requests or none) read by serde,
+/// each blob checked as [`CheckedBlob<LEFT_OUT>`] checks it.
+fn read_envelope<const LEFT_OUT: bool>(
+    what: &str,
+    m: &MethodSpec,
+    doc: &[u8],
+) -> Result<EnvelopeParts> {
+    fn read<P: ReadPayloadOf, R: ReadRequests, const L: bool>(
+        what: &str,
+        doc: &[u8],
+    ) -> Result<EnvelopeParts> {
+        let e: EnvelopeOf<P, CheckedBlob<L>, R> = json::from_slice(what, doc)?;
+        let b = e.blobs_bundle;
+        let parts = BundleParts {
+            commitments: b.commitments,
+            proofs: b.proofs,
+            blobs: Vec::new(),
+            blob_count: b.blobs.len(),
+        };
+        let requests = e.execution_requests.and_then(ReadRequests::kept);
+        Ok((
+            e.execution_payload.read(),
+            e.block_value,
+            parts,
+            e.should_override_builder,
+            requests,
+        ))
+    }
+    use alloy_eips::eip7685::Requests;
+    use serde::de::IgnoredAny;
+    match (m.latest_fork().has_block_access_list(), m.has_requests()) {
+        (false, false) => read::<ExecutionPayloadV3, IgnoredAny, LEFT_OUT>(what, doc),
+        (false, true) => read::<ExecutionPayloadV3, Requests, LEFT_OUT>(what, doc),
+        (true, false) => read::<ExecutionPayloadV4, IgnoredAny, LEFT_OUT>(what, doc),
+        (true, true) => read::<ExecutionPayloadV4, Requests, LEFT_OUT>(what, doc),
+    }
 }
 
 /// One getBlobs entry as serde reads it with its blob checked but not decoded.
