@@ -4,9 +4,10 @@
 //! [`split`]), the facts of each call ([`facts`], the scanner of [`meta`]), its check
 //! ([`check`], `sszgate_verify::call`), and the record ([`record`]).
 //!
-//! What happens to a blob answer's blobs is decided once per call, from what reads them
+//! What happens to a blob answer's blobs is decided once per call, from what checks them
 //! (`sszgate_verify::call::blob_mode`): the join leaves their digits out when nothing decodes
-//! them, and the check reads the answer as joined, without joining again.
+//! them (and no body is kept), and the check reads the answer as joined, without joining
+//! again.
 //!
 //! Not here: the queue, the worker's thread, its fault catching, batching and sinks
 //! (`recorder`).
@@ -30,15 +31,18 @@ use crate::{
 };
 
 /// Stage 1: the answer's frames as one body. A single JSON-RPC call's blob answer, not
-/// content-coded, is joined without its blobs' digits when `mode` does not decode them;
-/// any other answer is joined whole (a single frame as it is).
+/// content-coded, is joined without its blobs' digits when `mode` does not decode them and
+/// no body is kept (`keeps_bodies`: a kept body needs them); any other answer is joined whole
+/// (a single frame as it is).
 pub(crate) fn join<'a>(
     c: &Capture,
     frames: &'a [Bytes],
     mode: BlobMode,
+    keeps_bodies: bool,
     scratch: &'a mut Vec<u8>,
 ) -> Answer<'a> {
-    let single_call = c.transport == Some(Transport::JsonRpc)
+    let single_call = !keeps_bodies
+        && c.transport == Some(Transport::JsonRpc)
         && !is_batch(&c.request)
         && coding::coded(c.encodings.1.as_deref()).is_none();
     let method = single_call
@@ -270,7 +274,6 @@ pub(crate) fn check(
     c: &Capture,
     call: &Call<'_>,
     bodies: &Bodies<'_>,
-    keeps_bodies: bool,
     facts: &mut Facts,
 ) {
     if facts.error_code.is_some() || !(200..300).contains(&c.status) {
@@ -279,7 +282,7 @@ pub(crate) fn check(
     let Some(recorded) = recorded_call(c, call, bodies) else {
         return;
     };
-    let mode = call::blob_mode(Some(verifier), keeps_bodies);
+    let mode = call::blob_mode(Some(verifier));
     let Some(outcome) = call::check(verifier, &recorded, mode) else {
         return;
     };
@@ -416,7 +419,9 @@ mod tests {
         );
         let c = capture(&request);
         assert_eq!(
-            facts(&c, Transport::JsonRpc, &calls[0]).payload_status.as_deref(),
+            facts(&c, Transport::JsonRpc, &calls[0])
+                .payload_status
+                .as_deref(),
             Some("VALID")
         );
         assert_eq!(
@@ -485,12 +490,13 @@ mod tests {
             .collect();
         let c = capture(request);
         let mut scratch = Vec::new();
-        for (mode, left_out) in [
-            (BlobMode::Validate, true),
-            (BlobMode::Skip, true),
-            (BlobMode::Decode, false),
+        for (mode, keeps_bodies, left_out) in [
+            (BlobMode::Validate, false, true),
+            (BlobMode::Skip, false, true),
+            (BlobMode::Decode, false, false),
+            (BlobMode::Validate, true, false),
         ] {
-            let answer = join(&c, &frames, mode, &mut scratch);
+            let answer = join(&c, &frames, mode, keeps_bodies, &mut scratch);
             assert_eq!(answer.has_blob_digits(), !left_out, "{mode:?}");
             let len = if left_out {
                 response.len() - 2 * BYTES_PER_BLOB
@@ -502,8 +508,8 @@ mod tests {
         // A content-coded answer, or a batch, is joined whole.
         let mut coded = capture(request);
         coded.encodings.1 = Some("gzip".into());
-        assert!(join(&coded, &frames, BlobMode::Skip, &mut scratch).has_blob_digits());
+        assert!(join(&coded, &frames, BlobMode::Skip, false, &mut scratch).has_blob_digits());
         let batch = capture(&format!("[{request}]"));
-        assert!(join(&batch, &frames, BlobMode::Skip, &mut scratch).has_blob_digits());
+        assert!(join(&batch, &frames, BlobMode::Skip, false, &mut scratch).has_blob_digits());
     }
 }

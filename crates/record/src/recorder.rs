@@ -704,8 +704,8 @@ impl Worker {
         let frames = std::mem::take(&mut c.response);
         let mut scratch = std::mem::take(&mut self.scratch);
         let keeps_bodies = self.body_bytes > 0;
-        let mode = call::blob_mode(self.verifier.as_ref(), keeps_bodies);
-        let answer = pipeline::join(&c, &frames, mode, &mut scratch);
+        let mode = call::blob_mode(self.verifier.as_ref());
+        let answer = pipeline::join(&c, &frames, mode, keeps_bodies, &mut scratch);
         // Facts are read from the bodies as the endpoints meant them: without their content
         // coding (the relay passed the coded bytes on untouched), each bounded.
         let bodies = pipeline::decode(&c, answer, self.max_decoded, self.max_decoded);
@@ -713,7 +713,7 @@ impl Worker {
         for call in pipeline::split(transport, &bodies.request.body, &bodies.response.body) {
             let mut facts = pipeline::facts(&c, transport, &call);
             if let Some(verifier) = &mut self.verifier {
-                pipeline::check(verifier, &c, &call, &bodies, keeps_bodies, &mut facts);
+                pipeline::check(verifier, &c, &call, &bodies, &mut facts);
             }
             let base = self.base_record(&c, c.request.len() as u64, answer_len);
             let record = pipeline::record(base, &c, &call, &bodies, self.body_bytes, facts);
@@ -996,7 +996,7 @@ mod tests {
     fn an_answer_the_fixed_shape_readers_refuse_is_checked_once_as_joined() {
         // An entry with a member the fixed-shape readers do not know: its digits are left out,
         // and the checks read it through serde as joined, without joining it again; the
-        // verdict is the one of the whole answer decoded (kept bodies need the digits).
+        // verdict is the one of the whole answer (joined whole when bodies are kept).
         let (request, response) = get_blobs();
         let odd = response.replacen(r#""proofs":["#, r#""x":1,"proofs":["#, 1);
         let verdict_of = |body_bytes: usize| {
@@ -1014,7 +1014,7 @@ mod tests {
             (verdict, w.scratch.len(), out[1].response_bytes)
         };
         // Joined without digits (the skeleton is what stays in the buffer), against joined
-        // whole and decoded.
+        // whole.
         let (verdict, joined, bytes) = verdict_of(0);
         assert!(joined < 40_000, "{joined}");
         let (whole_verdict, whole_joined, whole_bytes) = verdict_of(100);

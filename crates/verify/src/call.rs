@@ -54,12 +54,11 @@ pub fn worth_checking(m: &MethodSpec) -> bool {
     )
 }
 
-/// What happens to the blobs of the next blob-carrying answer, from what reads them: decoded
-/// when its KZG proofs are due or its body is kept (`keeps_bodies`), validated when only the
-/// other checks read it, skipped when nothing checks it (`verifier` is `None`).
-pub fn blob_mode(verifier: Option<&Verifier>, keeps_bodies: bool) -> BlobMode {
+/// What happens to the blobs of the next blob-carrying answer, from what checks it (the
+/// `--verify` level and its KZG sampling): decoded when its KZG proofs are due, validated
+/// when only the other checks read it, skipped when nothing checks it (`verifier` is `None`).
+pub fn blob_mode(verifier: Option<&Verifier>) -> BlobMode {
     match verifier {
-        _ if keeps_bodies => BlobMode::Decode,
         Some(v) if v.kzg_on_next_blob_call() => BlobMode::Decode,
         Some(_) => BlobMode::Validate,
         None => BlobMode::Skip,
@@ -195,7 +194,7 @@ mod tests {
     /// (and that mode).
     fn verdict(verifier: &mut Verifier, request: &str, response: &str) -> (Verdict, BlobMode) {
         let m = method::by_name("engine_getBlobsV2").unwrap();
-        let mode = blob_mode(Some(verifier), false);
+        let mode = blob_mode(Some(verifier));
         let call = RecordedCall {
             method: m,
             fork: m.latest_fork(),
@@ -246,9 +245,12 @@ mod tests {
         assert!(!verifier.kzg_on_next_blob_call());
         let (v, _) = verdict(&mut verifier, &request, &reordered);
         assert_eq!(v, Verdict::Ok { kzg: false });
-        // Nothing checks the blobs without a verifier; kept bodies need them decoded.
-        assert_eq!(blob_mode(None, false), BlobMode::Skip);
-        assert_eq!(blob_mode(Some(&verifier), true), BlobMode::Decode);
+        // Nothing checks the blobs without a verifier; every check with `--verify all`.
+        assert_eq!(blob_mode(None), BlobMode::Skip);
+        assert_eq!(
+            blob_mode(Some(&Verifier::new(crate::Mode::All))),
+            BlobMode::Decode
+        );
     }
 
     #[test]
