@@ -124,7 +124,6 @@ impl<'a> Answer<'a> {
     /// there either); an error when serde's full decode would refuse the answer too.
     pub fn read_without_blobs(&self, m: &MethodSpec) -> Option<Result<WithoutBlobs>> {
         let left_out = self.digits_left_out;
-        let what = format!("{} result", m.name);
         let shape = |entries| {
             WithoutBlobs::Blobs(BlobsShape {
                 cell_proofs: m.cell_proofs(),
@@ -154,6 +153,7 @@ impl<'a> Answer<'a> {
         if result == b"null" {
             return None;
         }
+        let what = format!("{} result", m.name);
         Some(match m.blobs {
             AnswerBlobs::Bundle => {
                 bulk::built_payload_serde_without_blobs(&what, m, result, left_out)

@@ -68,7 +68,9 @@ pub(crate) struct Decoded<'a> {
 
 /// Both bodies of a capture as the later stages read them.
 pub(crate) struct Bodies<'a> {
+    /// The request body.
     pub(crate) request: Decoded<'a>,
+    /// The answer body.
     pub(crate) response: Decoded<'a>,
     /// The answer as joined, before its content coding was removed.
     answer: Answer<'a>,
@@ -164,7 +166,9 @@ fn decode_body<'a>(
 /// bodies it owns, and what its facts read of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Call<'a> {
+    /// The method its envelope names.
     pub(crate) method: Option<&'a str>,
+    /// Its place in a JSON-RPC batch.
     pub(crate) batch_index: Option<u32>,
     /// The request body this call owns: the whole body for one call, its element in a batch.
     pub(crate) request: &'a [u8],

@@ -87,7 +87,9 @@ pub(crate) fn skip_value(b: &[u8], i: usize) -> Option<usize> {
 /// returns `None` at the first byte that is not what the shape allows, and the caller then
 /// takes the general serde path — so this path can only be faster, never different.
 pub(crate) struct Cursor<'a> {
+    /// The document read.
     pub(crate) doc: &'a [u8],
+    /// Where the next read starts.
     pub(crate) at: usize,
 }
 
@@ -97,6 +99,7 @@ impl<'a> Cursor<'a> {
         Cursor { doc, at: 0 }
     }
 
+    /// Steps over whitespace.
     pub(crate) fn ws(&mut self) {
         self.at = skip_ws(self.doc, self.at);
     }
