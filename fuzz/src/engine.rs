@@ -19,10 +19,11 @@ use alloy_rpc_types_engine::{
 };
 use sszgate_engine::{
     Fork, Message, MessageKind,
+    blob_answer::{Answer, BlobsShape, WithoutBlobs},
     coding::{self, Coding, CodingError},
     json,
     message::{Blobs, Bodies, BuiltPayload, Forkchoice, NewPayload},
-    method::{self, Route},
+    method::{self, AnswerBlobs, MethodSpec, Route},
     scan, translate,
 };
 
@@ -249,6 +250,89 @@ fn same_as_serde<T: serde::de::DeserializeOwned + serde::Serialize>(
         (Err(e), Some(_)) => panic!("{name}: serde decodes what the fast path refuses: {e}"),
         (Ok(_), None) => panic!("{name}: the fast path accepts what serde refuses"),
         (Err(_), None) => {}
+    }
+    without_blobs_agrees(m, body);
+}
+
+/// A blob answer read without its blobs (`blob_answer`, what the recorder's checks read when
+/// KZG is sampled out) against its full decode: where the full decode reads `body`, the reading
+/// without blobs gives the same but the blobs' contents; where the full decode refuses a body
+/// that is one JSON value, it refuses it too, or finds no answer in it (a `null`).
+fn without_blobs_agrees(m: &'static MethodSpec, body: &[u8]) {
+    let full = Message::from_json(m, m.latest_fork(), m.response, body).ok();
+    let mut answer = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
+    answer.extend_from_slice(body);
+    answer.push(b'}');
+    let read = Answer::whole(&answer).read_without_blobs(m);
+    let one_value = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+    match (full, read) {
+        (Some(full), Some(Ok(read))) => assert_eq!(
+            read,
+            without_blob_contents(full),
+            "{}: read without blobs differs from the full decode",
+            m.name
+        ),
+        (Some(_), Some(Err(e))) => {
+            panic!(
+                "{}: the full decode reads what is refused without blobs: {e}",
+                m.name
+            )
+        }
+        (Some(_), None) => assert!(
+            matches!(m.blobs, AnswerBlobs::Cells),
+            "{}: the full decode reads an answer not found without blobs",
+            m.name
+        ),
+        (None, Some(Ok(_))) => assert!(
+            !one_value,
+            "{}: read without blobs, refused by the full decode",
+            m.name
+        ),
+        (None, _) => {}
+    }
+}
+
+/// A decoded blob answer as it reads without its blobs.
+fn without_blob_contents(full: Message) -> WithoutBlobs {
+    match full {
+        Message::BuiltPayload(mut built) => {
+            let n = built.blob_count();
+            match &mut built {
+                BuiltPayload::V3(e) => e.blobs_bundle.blobs.clear(),
+                BuiltPayload::V4(e) => e.envelope_inner.blobs_bundle.blobs.clear(),
+                BuiltPayload::V5(e) => e.blobs_bundle.blobs.clear(),
+                BuiltPayload::V6(e) => e.blobs_bundle.blobs.clear(),
+                BuiltPayload::V1(_) | BuiltPayload::V2(_) => {}
+            }
+            WithoutBlobs::Payload(Box::new(built), n)
+        }
+        Message::Blobs(blobs) => {
+            let (cell_proofs, entries) = match blobs {
+                Blobs::V1(items) => (
+                    false,
+                    Some(items.iter().map(|e| e.as_ref().map(|_| 1)).collect()),
+                ),
+                Blobs::V2(items) => (
+                    true,
+                    items.map(|items| items.iter().map(|e| Some(e.proofs.len())).collect()),
+                ),
+                Blobs::V3(items) => (
+                    true,
+                    items.map(|items| {
+                        items
+                            .iter()
+                            .map(|e| e.as_ref().map(|e| e.proofs.len()))
+                            .collect()
+                    }),
+                ),
+                Blobs::V4(_) => panic!("cells are not read without blobs"),
+            };
+            WithoutBlobs::Blobs(BlobsShape {
+                cell_proofs,
+                entries,
+            })
+        }
+        other => panic!("not a blob answer: {other:?}"),
     }
 }
 

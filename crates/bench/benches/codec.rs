@@ -11,7 +11,12 @@ use std::hint::black_box;
 use alloy_rpc_types_engine::{ExecutionPayloadEnvelopeV5, ssz_engine_types as wire};
 use ssz::{Decode, Encode};
 use sszgate_bench::harness::{Variant, flag, interleave, machine, markdown_table};
-use sszgate_engine::{Fork, Message, MessageKind, Resource, message::BuiltPayload, method};
+use sszgate_engine::{
+    Fork, Message, MessageKind, Resource,
+    blob_answer::{Answer, BlobMode},
+    message::BuiltPayload,
+    method,
+};
 use sszgate_fixtures::{self as fixtures, Fixtures, built_payload};
 
 // The allocator of the sszgate binary too: large buffers are reused instead of being mapped
@@ -138,6 +143,10 @@ fn main() {
         let mut rpc_answer = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
         rpc_answer.extend_from_slice(&json);
         rpc_answer.push(b'}');
+        // The answer as the recorder holds it: the frames it arrived in, and a buffer kept
+        // across answers.
+        let frames: Vec<&[u8]> = rpc_answer.chunks(64 << 10).collect();
+        let mut scratch = Vec::new();
         let facts = sszgate_record::meta::json_call(&request, &rpc_answer);
         assert_eq!(
             facts.blob_count,
@@ -206,6 +215,22 @@ fn main() {
                     &rpc_answer,
                 )))
             }),
+            Variant::new(
+                "record: JSON answer read without its blobs (check, KZG sampled out)",
+                || {
+                    let read = Answer::whole(&rpc_answer).read_without_blobs(m);
+                    drop(black_box(read.expect("a blob answer").expect("read")))
+                },
+            ),
+            Variant::new(
+                "record: 64 KiB frames joined without blob digits, read without blobs",
+                || {
+                    let answer = Answer::join(&frames, Some(m), BlobMode::Validate, &mut scratch);
+                    assert!(!answer.has_blob_digits() || n == 0);
+                    let read = answer.read_without_blobs(m);
+                    drop(black_box(read.expect("a blob answer").expect("read")))
+                },
+            ),
             Variant::new("record: facts of the SSZ answer (schema walk)", || {
                 drop(black_box(sszgate_record::meta::rest_call(
                     Resource::GetPayload,

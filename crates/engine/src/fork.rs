@@ -67,6 +67,12 @@ impl Fork {
     pub fn has_cell_proofs(self) -> bool {
         self >= Fork::Osaka
     }
+
+    /// True when payloads of this fork are `ExecutionPayloadV4` (a block access list and a slot
+    /// number) and bodies carry block access lists.
+    pub fn has_block_access_list(self) -> bool {
+        self >= Fork::Amsterdam
+    }
 }
 
 impl fmt::Display for Fork {

@@ -11,7 +11,8 @@
 //! - [`translate`]: JSON-RPC request/result/error ⇄ REST request/response/problem;
 //! - [`coding`]: HTTP content codings, every decode bounded in its decoded size;
 //! - [`Problem`]: the spec's error table, the only place JSON-RPC codes meet problem types;
-//! - [`without_blobs`]: blob-carrying answers read without decoding their blobs.
+//! - [`blob_answer`]: a blob-carrying answer read once, its blobs decoded, validated or
+//!   skipped as a [`blob_answer::BlobMode`] says.
 //!
 //! Specs followed: ethereum/execution-apis `src/engine/refactor.md` and `refactor-ssz.md` at
 //! d39e9a27 (REST-SSZ, PR #793), and the JSON-RPC Engine API `src/engine/{paris..amsterdam}.md`.
@@ -28,6 +29,7 @@
 //! assert_eq!(ssz.len(), 96 + 4); // ForkchoiceState + offset of the absent attributes
 //! ```
 
+pub mod blob_answer;
 mod bulk;
 pub mod capabilities;
 pub mod coding;
@@ -41,7 +43,6 @@ pub mod scan;
 pub mod ssz;
 pub mod translate;
 pub mod txs;
-pub mod without_blobs;
 
 pub use capabilities::CapabilitiesDocument;
 pub use error::{Error, Problem, Result};

@@ -270,6 +270,28 @@ impl fmt::Display for MessageKind {
     }
 }
 
+/// Where a method's answer carries blobs: what the blob fast paths and the recorder read from
+/// the table instead of testing method versions. Whether the proofs are one per blob or 128
+/// cell proofs per blob is the row's fork's ([`Fork::has_cell_proofs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnswerBlobs {
+    /// No blobs.
+    None,
+    /// The `blobsBundle` of a built payload (getPayloadV3 on): commitments, proofs and a
+    /// `blobs` array.
+    Bundle,
+    /// One `{blob, proof}` or `{blob, proofs}` entry per versioned hash asked for
+    /// (getBlobsV1..V3).
+    Entries {
+        /// Whether a missing blob is a `null` entry (V1, V3).
+        null_entries: bool,
+        /// Whether the whole answer may be `null`: not every blob is available (V2, V3).
+        null_answer: bool,
+    },
+    /// Cells and their proofs per blob, for the columns asked for (getBlobsV4).
+    Cells,
+}
+
 /// One row of the method table.
 #[derive(Debug, PartialEq, Eq)]
 pub struct MethodSpec {
@@ -289,6 +311,8 @@ pub struct MethodSpec {
     pub response: MessageKind,
     /// Where the JSON-RPC method is specified (execution-apis `src/engine/`).
     pub spec: &'static str,
+    /// Where the answer carries blobs.
+    pub blobs: AnswerBlobs,
 }
 
 impl MethodSpec {
@@ -319,6 +343,17 @@ impl MethodSpec {
     pub fn latest_fork(&self) -> Fork {
         *self.forks.last().expect("every method serves a fork")
     }
+
+    /// True when the answer's blobs come with 128 cell proofs each (EIP-7594), not one proof.
+    pub fn cell_proofs(&self) -> bool {
+        self.latest_fork().has_cell_proofs()
+    }
+
+    /// True when the message carries EIP-7685 execution requests (newPayload and getPayload
+    /// from Prague on).
+    pub fn has_requests(&self) -> bool {
+        self.latest_fork().has_requests()
+    }
 }
 
 use Fork::*;
@@ -337,6 +372,9 @@ const ALL_FORKS: &[Fork] = &Fork::ALL;
 
 macro_rules! row {
     ($name:literal, $family:ident, $version:literal, $forks:expr, $resource:expr, $req:ident => $resp:ident, $spec:literal) => {
+        row!($name, $family, $version, $forks, $resource, $req => $resp, $spec, AnswerBlobs::None)
+    };
+    ($name:literal, $family:ident, $version:literal, $forks:expr, $resource:expr, $req:ident => $resp:ident, $spec:literal, $blobs:expr) => {
         MethodSpec {
             name: $name,
             family: Family::$family,
@@ -346,9 +384,12 @@ macro_rules! row {
             request: MessageKind::$req,
             response: MessageKind::$resp,
             spec: $spec,
+            blobs: $blobs,
         }
     };
 }
+
+const BUNDLE: AnswerBlobs = AnswerBlobs::Bundle;
 
 /// The method table: every JSON-RPC Engine API method with its REST-SSZ resource.
 ///
@@ -367,18 +408,18 @@ pub static METHODS: [MethodSpec; 25] = [
     row!("engine_forkchoiceUpdatedV4", ForkchoiceUpdated, 4, AMSTERDAM_ONLY, Resource::Forkchoice, Forkchoice => ForkchoiceResponse, "amsterdam.md#engine_forkchoiceupdatedv4"),
     row!("engine_getPayloadV1", GetPayload, 1, PARIS_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "paris.md#engine_getpayloadv1"),
     row!("engine_getPayloadV2", GetPayload, 2, TO_SHANGHAI, Resource::GetPayload, PayloadId => BuiltPayload, "shanghai.md#engine_getpayloadv2"),
-    row!("engine_getPayloadV3", GetPayload, 3, CANCUN_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "cancun.md#engine_getpayloadv3"),
-    row!("engine_getPayloadV4", GetPayload, 4, PRAGUE_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "prague.md#engine_getpayloadv4"),
-    row!("engine_getPayloadV5", GetPayload, 5, OSAKA_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "osaka.md#engine_getpayloadv5"),
-    row!("engine_getPayloadV6", GetPayload, 6, AMSTERDAM_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "amsterdam.md#engine_getpayloadv6"),
+    row!("engine_getPayloadV3", GetPayload, 3, CANCUN_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "cancun.md#engine_getpayloadv3", BUNDLE),
+    row!("engine_getPayloadV4", GetPayload, 4, PRAGUE_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "prague.md#engine_getpayloadv4", BUNDLE),
+    row!("engine_getPayloadV5", GetPayload, 5, OSAKA_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "osaka.md#engine_getpayloadv5", BUNDLE),
+    row!("engine_getPayloadV6", GetPayload, 6, AMSTERDAM_ONLY, Resource::GetPayload, PayloadId => BuiltPayload, "amsterdam.md#engine_getpayloadv6", BUNDLE),
     row!("engine_getPayloadBodiesByHashV1", BodiesByHash, 1, TO_OSAKA, Resource::BodiesByHash, BodiesByHashRequest => Bodies, "shanghai.md#engine_getpayloadbodiesbyhashv1"),
     row!("engine_getPayloadBodiesByHashV2", BodiesByHash, 2, AMSTERDAM_ONLY, Resource::BodiesByHash, BodiesByHashRequest => Bodies, "amsterdam.md#engine_getpayloadbodiesbyhashv2"),
     row!("engine_getPayloadBodiesByRangeV1", BodiesByRange, 1, TO_OSAKA, Resource::BodiesByRange, BodiesByRangeRequest => Bodies, "shanghai.md#engine_getpayloadbodiesbyrangev1"),
     row!("engine_getPayloadBodiesByRangeV2", BodiesByRange, 2, AMSTERDAM_ONLY, Resource::BodiesByRange, BodiesByRangeRequest => Bodies, "amsterdam.md#engine_getpayloadbodiesbyrangev2"),
-    row!("engine_getBlobsV1", GetBlobs, 1, CANCUN_PRAGUE, Resource::Blobs(1), BlobsRequest => Blobs, "cancun.md#engine_getblobsv1"),
-    row!("engine_getBlobsV2", GetBlobs, 2, OSAKA_ONLY, Resource::Blobs(2), BlobsRequest => Blobs, "osaka.md#engine_getblobsv2"),
-    row!("engine_getBlobsV3", GetBlobs, 3, OSAKA_ONLY, Resource::Blobs(3), BlobsRequest => Blobs, "osaka.md#engine_getblobsv3"),
-    row!("engine_getBlobsV4", GetBlobs, 4, AMSTERDAM_ONLY, Resource::Blobs(4), BlobsRequest => Blobs, "amsterdam.md#engine_getblobsv4"),
+    row!("engine_getBlobsV1", GetBlobs, 1, CANCUN_PRAGUE, Resource::Blobs(1), BlobsRequest => Blobs, "cancun.md#engine_getblobsv1", AnswerBlobs::Entries { null_entries: true, null_answer: false }),
+    row!("engine_getBlobsV2", GetBlobs, 2, OSAKA_ONLY, Resource::Blobs(2), BlobsRequest => Blobs, "osaka.md#engine_getblobsv2", AnswerBlobs::Entries { null_entries: false, null_answer: true }),
+    row!("engine_getBlobsV3", GetBlobs, 3, OSAKA_ONLY, Resource::Blobs(3), BlobsRequest => Blobs, "osaka.md#engine_getblobsv3", AnswerBlobs::Entries { null_entries: true, null_answer: true }),
+    row!("engine_getBlobsV4", GetBlobs, 4, AMSTERDAM_ONLY, Resource::Blobs(4), BlobsRequest => Blobs, "amsterdam.md#engine_getblobsv4", AnswerBlobs::Cells),
     row!("engine_exchangeCapabilities", ExchangeCapabilities, 1, ALL_FORKS, Resource::Capabilities, Capabilities => Capabilities, "common.md#engine_exchangecapabilities"),
     row!("engine_getClientVersionV1", GetClientVersion, 1, ALL_FORKS, Resource::Identity, ClientVersion => ClientVersion, "identification.md#engine_getclientversionv1"),
 ];
@@ -560,6 +601,32 @@ mod tests {
             );
             assert!(!m.forks.is_empty());
         }
+    }
+
+    #[test]
+    fn where_answers_carry_blobs_agrees_with_the_families_and_forks() {
+        for m in &METHODS {
+            let bundle = m.family == Family::GetPayload && m.latest_fork().has_blobs();
+            assert_eq!(m.blobs == AnswerBlobs::Bundle, bundle, "{}", m.name);
+            let entries = matches!(m.blobs, AnswerBlobs::Entries { .. });
+            let cells = m.blobs == AnswerBlobs::Cells;
+            if entries || cells {
+                assert_eq!(m.family, Family::GetBlobs, "{}", m.name);
+                assert_eq!(cells, m.latest_fork().has_block_access_list(), "{}", m.name);
+            }
+        }
+        let shape = |name| by_name(name).unwrap();
+        assert!(!shape("engine_getBlobsV1").cell_proofs());
+        assert!(shape("engine_getBlobsV2").cell_proofs());
+        assert!(!shape("engine_getPayloadV3").has_requests());
+        assert!(shape("engine_getPayloadV4").has_requests());
+        assert_eq!(
+            shape("engine_getBlobsV2").blobs,
+            AnswerBlobs::Entries {
+                null_entries: false,
+                null_answer: true
+            }
+        );
     }
 
     #[test]

@@ -5,68 +5,10 @@
 //! for; every other value is skipped, strings with `memchr` from quote to quote. Nothing is
 //! allocated and nothing is unescaped, so classifying a 20 MB getPayload answer costs a pass
 //! of `memchr` over it, not a parse. It accepts any valid JSON; on invalid JSON it returns
-//! `None` (the caller answers with a proper error or records "unknown").
+//! `None` (the caller answers with a proper error or records "unknown"). It reads with the one
+//! JSON reader (`crate::json::read`): its whitespace rule, its string and value steps.
 
-use crate::fixed_json::read::is_json_ws;
-
-/// Skips whitespace from `i`.
-fn ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && is_json_ws(&b[i]) {
-        i += 1;
-    }
-    i
-}
-
-/// The end (one past the closing quote) of the string starting at `b[i] == '"'`.
-fn skip_string(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    loop {
-        let k = j + memchr::memchr2(b'"', b'\\', &b[j..])?;
-        if b[k] == b'"' {
-            return Some(k + 1);
-        }
-        j = k + 2; // an escape: skip the escaped byte
-        if j > b.len() {
-            return None;
-        }
-    }
-}
-
-/// The end of the value starting at `i` (after whitespace).
-fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => skip_string(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match *b.get(j)? {
-                    b'"' => {
-                        j = skip_string(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
-            {
-                j += 1;
-            }
-            (j > i).then_some(j)
-        }
-    }
-}
+use crate::json::read::{is_ws as is_json_ws, skip_string, skip_value, skip_ws as ws};
 
 /// The members of a JSON object, walked one at a time: each key and where its value starts.
 /// The caller decides whether a value is skipped (to reach the next member) or not.

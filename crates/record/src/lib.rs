@@ -5,10 +5,13 @@
 //! classification, timings and refcounted body buffers, never copies) to the [`Recorder`] with
 //! a non-blocking `try_send` into a bounded queue; when the queue is full the record is dropped
 //! and the drop is counted, the CL's call is never held. A worker thread drains the queue every
-//! 10 ms (sooner when it is half full; the forward path does not wake it per call), joins each
-//! answer's frames (a blob answer without its blobs' digits when nothing reads them),
-//! extracts the Engine API facts from the bodies with a scanner ([`meta`]; not a full parse),
-//! updates the Prometheus metrics and writes the records to the sinks in batches (SQLite in
+//! 10 ms (sooner when it is half full; the forward path does not wake it per call) and puts each
+//! capture through a pipeline of stages: its answer joined from its frames (a blob answer
+//! without its blobs' digits when nothing decodes them), the bodies' content codings removed
+//! (bounded), a batch split into its calls, the Engine API facts of each read with a scanner
+//! ([`meta`]; not a full parse), each call checked when `--verify` asks
+//! (`sszgate_verify::call`), its record made; it updates the Prometheus metrics and writes the
+//! records to the sinks in batches (SQLite in
 //! one transaction per batch, JSON lines, ClickHouse through a local spool). On shutdown the queue is drained and the sinks are
 //! flushed before [`Recorder::shutdown`] returns.
 //!
@@ -19,12 +22,11 @@ pub mod clickhouse;
 pub mod events;
 pub mod meta;
 pub mod metrics;
+mod pipeline;
 mod record;
 mod recorder;
 pub mod sink;
-mod skeleton;
 pub mod spool;
-mod verify;
 
 pub use record::{Capture, ErrorSide, Facts, Record, Transport};
 pub use recorder::{

@@ -277,7 +277,10 @@ pub fn rest_call(
                 facts.blobs_returned = Some(0);
             } else if let Ok(f) = ssz::fields(ssz::blobs_response(version), response) {
                 let list = f[0];
-                let entries: Vec<bool> = if version == 1 {
+                // One proof per blob: fixed-size entries; cell proofs: variable-size ones.
+                let fixed_entries =
+                    rest_method(resource, Some(fork)).is_some_and(|m| !m.cell_proofs());
+                let entries: Vec<bool> = if fixed_entries {
                     list.chunks_exact(1 + ssz::BYTES_PER_BLOB + 48)
                         .map(|e| e[0] == 1)
                         .collect()

@@ -16,7 +16,8 @@
 //! `record` call already under way to finish, then tells the worker, which drains what is
 //! queued, writes it, and exits; `shutdown` joins it.
 //!
-//! Not here: what a body means (`meta`, `verify`), where records go (`sink`).
+//! Not here: the stages a capture goes through to become records (`pipeline`), what a body
+//! means (`meta`), where records go (`sink`).
 
 use std::{
     panic::AssertUnwindSafe,
@@ -30,21 +31,14 @@ use std::{
 };
 
 use bytes::Bytes;
-use sszgate_engine::{
-    Fork, coding,
-    method::{self, Family},
-    scan,
-    without_blobs::Digits,
-};
+use sszgate_verify::call;
 
 use crate::{
     events::Events,
-    meta,
     metrics::Metrics,
-    record,
+    pipeline,
     record::{Capture, Facts, Record, Transport},
     sink::Sink,
-    skeleton::{self, BlobLayout},
 };
 
 /// Records written per sink transaction at most.
@@ -379,8 +373,6 @@ impl Drop for Recorder {
 }
 
 /// One call of a capture: method, facts, and the request and response bytes of that call.
-type Call<'a> = (Option<String>, Facts, &'a [u8], &'a [u8]);
-
 /// Records kept per failing sink before the oldest are dropped.
 const MAX_PENDING: usize = 200_000;
 
@@ -714,7 +706,8 @@ impl Worker {
         records.len() as u64
     }
 
-    /// The records of one capture: one per call, one per element of a JSON-RPC batch.
+    /// The records of one capture: one per call, one per element of a JSON-RPC batch, made
+    /// by the stages of [`pipeline`]: join, bounded decode, split, facts, check, record.
     fn records(&mut self, mut c: Capture, out: &mut Vec<Record>) {
         #[cfg(test)]
         if let Some(hook) = &mut self.faults.read {
@@ -723,113 +716,27 @@ impl Worker {
         let answer_len = c.answer_len();
         let frames = std::mem::take(&mut c.response);
         let mut scratch = std::mem::take(&mut self.scratch);
-        let (raw_response, digits) = self.join(&c, &frames, &mut scratch);
+        let keeps_bodies = self.body_bytes > 0;
+        let mode = call::blob_mode(self.verifier.as_ref());
+        let answer = pipeline::join(&c, &frames, mode, keeps_bodies, &mut scratch);
         // Facts are read from the bodies as the endpoints meant them: without their content
         // coding (the relay passed the coded bytes on untouched), each bounded.
-        let mut notes = Vec::new();
-        let request_limit = match c.request_limit {
-            0 => self.max_decoded,
-            limit => limit,
-        };
-        let request = decode_body(
-            "request",
-            &c.request,
-            c.encodings.0.as_deref(),
-            request_limit,
-            &mut notes,
-        );
-        let response = decode_body(
-            "answer",
-            raw_response,
-            c.encodings.1.as_deref(),
-            self.max_decoded,
-            &mut notes,
-        );
-        if let Some(size) = c.response_not_kept {
-            notes.push(format!(
-                "answer of {size} bytes not kept: larger than the recorder holds (--queue-bytes); its facts are not read"
-            ));
-        }
+        let bodies = pipeline::decode(&c, answer, self.max_decoded, self.max_decoded);
         let transport = c.transport.unwrap_or(Transport::Other);
-        let fork = c.fork.as_deref().and_then(|f| f.parse::<Fork>().ok());
-        let body_bytes = self.body_bytes;
-        let body = |b: &[u8]| (body_bytes > 0).then(|| record::body_text(b, body_bytes));
-        for (method, mut facts, req, resp) in calls_of(&c, transport, &request.body, &response.body)
-        {
+        for call in pipeline::split(transport, &bodies.request.body, &bodies.response.body) {
+            let mut facts = pipeline::facts(&c, transport, &call);
             if let Some(verifier) = &mut self.verifier {
-                let shape = crate::verify::CallShape {
-                    transport,
-                    method: method.as_deref().or(c.method.as_deref()),
-                    route: c.route.as_ref(),
-                    fork,
-                    status: c.status,
-                    digits,
-                };
-                verify_call(verifier, &shape, req, resp, &frames, &mut facts);
+                pipeline::check(verifier, &c, &call, &bodies, &mut facts);
             }
-            let mut record = self.base_record(&c, c.request.len() as u64, answer_len);
-            if facts.error_message.is_none() {
-                facts.error_message = c.error_message.clone();
-            }
-            record.error_side = c
-                .error_side
-                .or_else(|| {
-                    (facts.error_code.is_some() || c.status >= 400).then_some(crate::ErrorSide::El)
-                })
-                .map(|s| s.name());
-            record.method = method.or_else(|| c.method.clone());
-            // A coded body is counted as it came; a batch element as its own bytes.
-            if request.decoded.is_none() && !request.coded {
-                record.request_bytes = req.len() as u64;
-            }
-            if response.decoded.is_none() && !response.coded && facts.batch_index.is_some() {
-                record.response_bytes = resp.len() as u64;
-            }
-            record.request_decoded_bytes = request.decoded;
-            record.response_decoded_bytes = response.decoded;
-            record.capture_note = (!notes.is_empty()).then(|| notes.join("; "));
-            record.request_body = body(req);
-            record.response_body = body(resp);
-            record.facts = facts;
+            let base = self.base_record(&c, c.request.len() as u64, answer_len);
+            let record = pipeline::record(base, &c, &call, &bodies, self.body_bytes, facts);
             self.push(record, out);
         }
+        drop(bodies);
         // Keep the buffer for the next answer, unless it grew past any answer worth keeping.
         if scratch.capacity() <= 64 << 20 {
             self.scratch = scratch;
         }
-    }
-
-    /// The answer's frames as one body: a single frame as it is; a blob-carrying answer whose
-    /// blobs nothing here reads joined without their digits (see [`skeleton`]); else joined
-    /// into `scratch`, a buffer kept across records (a fresh 20 MB buffer per call would be
-    /// page-faulted in every time: page zeroing was measured at 7% of the proxy's CPU).
-    fn join<'a>(
-        &self,
-        c: &Capture,
-        frames: &'a [Bytes],
-        scratch: &'a mut Vec<u8>,
-    ) -> (&'a [u8], Digits) {
-        // The digits are checked only for the checks; the facts never read them.
-        let check_digits = self.verifier.is_some();
-        let digits_left_out = frames.len() > 1
-            && self.blob_layout(c).is_some_and(|layout| {
-                skeleton::join_without_blob_digits(frames, layout, check_digits, scratch)
-            });
-        if digits_left_out {
-            return (scratch, Digits::LeftOut);
-        }
-        let joined: &[u8] = match frames {
-            [] => &[],
-            [one] => one,
-            many => {
-                scratch.clear();
-                for frame in many {
-                    scratch.extend_from_slice(frame);
-                }
-                scratch
-            }
-        };
-        (joined, Digits::Present)
     }
 
     /// A record of `c` with what the gateway knew: no facts, `request_bytes` of request and
@@ -886,183 +793,12 @@ impl Worker {
     }
 }
 
-/// Verifies one call; when the answer joined without its blobs' digits is not enough (an
-/// answer of an unusual shape), the whole answer, as it came.
-fn verify_call(
-    verifier: &mut sszgate_verify::Verifier,
-    shape: &crate::verify::CallShape<'_>,
-    req: &[u8],
-    resp: &[u8],
-    frames: &[Bytes],
-    facts: &mut Facts,
-) {
-    if crate::verify::verify(verifier, shape, req, resp, facts).is_err() {
-        let whole: Vec<u8> = frames.concat();
-        let shape = crate::verify::CallShape {
-            digits: Digits::Present,
-            ..*shape
-        };
-        let verified = crate::verify::verify(verifier, &shape, req, &whole, facts);
-        debug_assert!(verified.is_ok(), "a whole answer is always verified");
-    }
-}
-
-/// The calls of a capture, each with its method, facts and bodies: the elements of a
-/// JSON-RPC batch (answers matched by id), or the one call.
-fn calls_of<'a>(
-    c: &Capture,
-    transport: Transport,
-    request: &'a [u8],
-    response: &'a [u8],
-) -> Vec<Call<'a>> {
-    match transport {
-        Transport::JsonRpc | Transport::WebSocket => json_calls(request, response),
-        Transport::RestSsz if c.route.is_some() => {
-            let route = c.route.as_ref().expect("checked");
-            let fork = c.fork.as_deref().and_then(|f| f.parse::<Fork>().ok());
-            let facts = meta::rest_call(
-                route.resource,
-                fork,
-                route.payload_id,
-                request,
-                c.status,
-                response,
-            );
-            let method = meta::rest_method(route.resource, fork).map(|m| m.name.to_string());
-            vec![(method, facts, request, response)]
-        }
-        Transport::RestSsz | Transport::Other => {
-            vec![(None, meta::problem(response), request, response)]
-        }
-    }
-}
-
-/// The calls of a JSON-RPC body: one per element of a batch, else the one.
-fn json_calls<'a>(request: &'a [u8], response: &'a [u8]) -> Vec<Call<'a>> {
-    let requests = scan::calls(request).unwrap_or_default();
-    if requests.is_empty() {
-        // Refused before it was read (too large, not JSON): the answer says why.
-        return vec![(None, meta::json_call(b"", response), request, response)];
-    }
-    let responses = scan::calls(response).unwrap_or_default();
-    let batch = is_batch(request);
-    requests
-        .iter()
-        .enumerate()
-        .map(|(i, req)| {
-            let envelope = scan::envelope(req).unwrap_or_default();
-            // Batch answers may come in any order: match them by id. A single call's answer
-            // is the whole body, and is not walked for its id (a pass over 20 MB, measured:
-            // 5% of the proxy's CPU).
-            let by_id = || {
-                responses.iter().find(|r| {
-                    envelope.id.is_some() && scan::envelope(r).and_then(|e| e.id) == envelope.id
-                })
-            };
-            let resp = batch
-                .then(by_id)
-                .flatten()
-                .or(responses.get(i))
-                .copied()
-                .unwrap_or_default();
-            let mut facts = meta::json_call(req, resp);
-            facts.batch_index = batch.then_some(i as u32);
-            let method = envelope.method.map(str::to_string);
-            // A single call owns the whole bodies (even when the answer does not scan).
-            if batch {
-                (method, facts, *req, resp)
-            } else {
-                (method, facts, request, response)
-            }
-        })
-        .collect()
-}
-
-impl Worker {
-    /// Where the blobs of `c`'s answer are, when it is worth joining without their digits: a
-    /// single JSON-RPC getPayload (V3..V5) or getBlobs (V1..V3) call, not content-encoded,
-    /// whose blobs nothing here reads (no body is kept, no KZG check is due).
-    fn blob_layout(&self, c: &Capture) -> Option<BlobLayout> {
-        let encoded = coding::coded(c.encodings.1.as_deref()).is_some();
-        let kzg_due = self
-            .verifier
-            .as_ref()
-            .is_some_and(sszgate_verify::Verifier::kzg_on_next_blob_call);
-        if c.transport != Some(Transport::JsonRpc)
-            || is_batch(&c.request)
-            || encoded
-            || kzg_due
-            || self.body_bytes > 0
-        {
-            return None;
-        }
-        let name = match &c.method {
-            Some(name) => name.as_str(),
-            None => scan::envelope(&c.request)?.method?,
-        };
-        let m = method::by_name(name).ok()?;
-        match (m.family, m.version) {
-            (Family::GetPayload, 3..=5) => Some(BlobLayout::Bundle),
-            (Family::GetBlobs, 1..=3) => Some(BlobLayout::Entries),
-            _ => None,
-        }
-    }
-}
-
 /// Counts records no sink will ever take, in the stats and the metrics. A free function:
 /// `flush` calls it while it holds the sinks mutably.
 fn lose(counters: &Counters, metrics: &Metrics, n: u64) {
     if n > 0 {
         counters.lost.fetch_add(n, Ordering::Relaxed);
         metrics.lost.inc_by(n);
-    }
-}
-
-/// Whether a JSON-RPC body is a batch (an array of calls).
-fn is_batch(body: &[u8]) -> bool {
-    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
-}
-
-/// A body as the facts read it.
-struct Decoded<'a> {
-    /// Without its content coding; empty when that could not be removed (nothing
-    /// half-decoded is read).
-    body: std::borrow::Cow<'a, [u8]>,
-    /// Whether it came with a content coding.
-    coded: bool,
-    /// Its decoded size, when it came with a coding that was removed.
-    decoded: Option<u64>,
-}
-
-/// `body` without its content coding, at most `limit` bytes of it; why not, in `notes`.
-fn decode_body<'a>(
-    what: &str,
-    body: &'a [u8],
-    header: Option<&str>,
-    limit: usize,
-    notes: &mut Vec<String>,
-) -> Decoded<'a> {
-    let Some(header) = coding::coded(header) else {
-        return Decoded {
-            body: std::borrow::Cow::Borrowed(body),
-            coded: false,
-            decoded: None,
-        };
-    };
-    match coding::decode(body, Some(header), limit) {
-        Ok(decoded) => Decoded {
-            decoded: Some(decoded.len() as u64),
-            body: decoded,
-            coded: true,
-        },
-        Err(e) => {
-            notes.push(format!("{what} body not read: {e}"));
-            Decoded {
-                body: std::borrow::Cow::Borrowed(&[]),
-                coded: true,
-                decoded: None,
-            }
-        }
     }
 }
 
@@ -1110,7 +846,7 @@ mod tests_support {
 
 #[cfg(test)]
 mod tests {
-    use sszgate_engine::ssz::BYTES_PER_BLOB;
+    use sszgate_engine::{blob_answer::Answer, ssz::BYTES_PER_BLOB};
 
     use super::*;
 
@@ -1247,9 +983,36 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_the_checks_cannot_read_without_blobs_is_checked_whole() {
-        // An entry with a member the fixed-shape readers do not know: its digits can be left
-        // out, but the checks then need the whole answer (serde decides).
+    fn a_batch_element_is_recorded_with_its_own_bytes_and_method() {
+        let status = r#"{"jsonrpc":"2.0","id":1,"method":"engine_newPayloadV4","params":[]}"#;
+        let request = format!("[{status}]");
+        let response = r#"[{"jsonrpc":"2.0","id":1,"result":{"status":"VALID"}}]"#;
+        let c = capture(&request, response, 100_000);
+        let answer = Answer::whole(response.as_bytes());
+        let bodies = pipeline::decode(&c, answer, 1 << 20, 1 << 20);
+        let calls = pipeline::split(
+            Transport::JsonRpc,
+            &bodies.request.body,
+            &bodies.response.body,
+        );
+        let w = worker(sszgate_verify::Mode::Off);
+        let base = w.base_record(&c, 999, 999);
+        let facts = pipeline::facts(&c, Transport::JsonRpc, &calls[0]);
+        let record = pipeline::record(base, &c, &calls[0], &bodies, 0, facts);
+        assert_eq!(record.method.as_deref(), Some("engine_newPayloadV4"));
+        assert_eq!(record.request_bytes, status.len() as u64);
+        assert_eq!(record.response_bytes, response.len() as u64 - 2);
+        assert_eq!(
+            (record.request_body, record.facts.batch_index),
+            (None, Some(0))
+        );
+    }
+
+    #[test]
+    fn an_answer_the_fixed_shape_readers_refuse_is_checked_once_as_joined() {
+        // An entry with a member the fixed-shape readers do not know: its digits are left out,
+        // and the checks read it through serde as joined, without joining it again; the
+        // verdict is the one of the whole answer (joined whole when bodies are kept).
         let (request, response) = get_blobs();
         let odd = response.replacen(r#""proofs":["#, r#""x":1,"proofs":["#, 1);
         let verdict_of = |body_bytes: usize| {
@@ -1266,15 +1029,15 @@ mod tests {
             );
             (verdict, w.scratch.len(), out[1].response_bytes)
         };
-        // Joined without digits first (the skeleton is what stays in the buffer), then whole;
-        // against joined whole from the start.
+        // Joined without digits (the skeleton is what stays in the buffer), against joined
+        // whole.
         let (verdict, joined, bytes) = verdict_of(0);
         assert!(joined < 40_000, "{joined}");
         let (whole_verdict, whole_joined, whole_bytes) = verdict_of(100);
         assert_eq!(whole_joined, odd.len());
         assert_eq!(verdict, whole_verdict);
         assert_eq!((bytes, whole_bytes), (odd.len() as u64, odd.len() as u64));
-        assert!(verdict.0.is_some(), "{verdict:?}");
+        assert_eq!(verdict.0.as_deref(), Some("ok"), "{verdict:?}");
     }
 }
 

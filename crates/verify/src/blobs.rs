@@ -11,9 +11,9 @@ use alloy_primitives::{B256, FixedBytes};
 use alloy_rpc_types_engine::BlobAndProofV2;
 use c_kzg::KzgSettings;
 use sszgate_engine::{
+    blob_answer::BlobsShape,
     message::{Blobs, BuiltPayload},
     txs::blob_versioned_hashes,
-    without_blobs::BlobsShape,
 };
 
 use crate::{Check, Failure};
@@ -103,7 +103,7 @@ pub fn check_bundle(kzg: Option<&KzgSettings>, built: &BuiltPayload) -> Result<(
 }
 
 /// The checks of a bundle that need no blob contents, for a bundle of `blob_count` blobs
-/// (`built` may have been read without them, `sszgate_engine::without_blobs`): its lists line
+/// (`built` may have been read without them, `sszgate_engine::blob_answer`): its lists line
 /// up and its commitments give the versioned hashes of the payload's blob transactions.
 pub fn check_bundle_lists(built: &BuiltPayload, blob_count: usize) -> Result<(), Failure> {
     let Some((transactions, commitments, proofs, _, cells)) = bundle_of(built) else {
@@ -235,15 +235,15 @@ pub fn shape_of(answer: &Blobs) -> Option<BlobsShape> {
     };
     Some(match answer {
         Blobs::V1(items) => BlobsShape {
-            version: 1,
+            cell_proofs: false,
             entries: Some(items.iter().map(|b| b.as_ref().map(|_| 1)).collect()),
         },
         Blobs::V2(items) => BlobsShape {
-            version: 2,
+            cell_proofs: true,
             entries: items.as_ref().map(|items| v2(&mut items.iter().map(Some))),
         },
         Blobs::V3(items) => BlobsShape {
-            version: 3,
+            cell_proofs: true,
             entries: items
                 .as_ref()
                 .map(|items| v2(&mut items.iter().map(Option::as_ref))),
@@ -268,7 +268,7 @@ pub fn check_answer_shape(asked: usize, shape: &BlobsShape) -> Result<(), Failur
             ),
         ));
     }
-    if shape.version >= 2
+    if shape.cell_proofs
         && let Some((i, n)) = entries
             .iter()
             .enumerate()

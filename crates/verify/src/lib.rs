@@ -8,12 +8,16 @@
 //!   or cell proofs (V2, 128 per blob) verify, batched, with c-kzg; getBlobs answers hold the
 //!   blobs asked for, with valid proofs;
 //! - [`Verifier`]: one call at a time, remembering what later calls need (the parent beacon
-//!   block root of each payload id, from forkchoiceUpdated) and sampling the costly KZG checks.
+//!   block root of each payload id, from forkchoiceUpdated) and sampling the costly KZG checks;
+//! - [`call`]: one recorded call checked from the bytes that crossed the link (what
+//!   `--verify` runs on the recorder's thread), and the one decision of what happens to an
+//!   answer's blobs ([`call::blob_mode`]).
 //!
 //! Nothing here touches the network or the forward path; the recorder and `sszgate verify` call
 //! in.
 
 pub mod blobs;
+pub mod call;
 pub mod payload;
 
 use std::{collections::VecDeque, fmt, time::Instant};
@@ -22,9 +26,9 @@ use alloy_primitives::B256;
 use alloy_rpc_types_engine::PayloadId;
 use sszgate_engine::{
     Fork, Message,
+    blob_answer::WithoutBlobs,
     message::BuiltPayload,
     method::{Family, MethodSpec},
-    without_blobs::BlobsShape,
 };
 
 /// A check that can fail.
@@ -143,15 +147,6 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// A blob-carrying answer read without its blobs (`sszgate_engine::without_blobs`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AnswerWithoutBlobs {
-    /// A getPayload answer with an empty `blobs` list, and how many blobs it held.
-    Payload(Box<BuiltPayload>, usize),
-    /// A getBlobs answer's entries.
-    Blobs(BlobsShape),
-}
-
 /// A verdict with the time it took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
@@ -239,7 +234,7 @@ impl Verifier {
     }
 
     /// Whether the next call that carries blobs gets its KZG proofs verified. When it does not,
-    /// a caller that can read the answer without its blobs (`sszgate_engine::without_blobs`)
+    /// a caller that can read the answer without its blobs (`sszgate_engine::blob_answer`)
     /// verifies it with [`Verifier::call_without_blobs`] and saves decoding them.
     pub fn kzg_on_next_blob_call(&self) -> bool {
         match self.mode {
@@ -258,20 +253,20 @@ impl Verifier {
         method: &MethodSpec,
         fork: Fork,
         request: &Message,
-        answer: &AnswerWithoutBlobs,
+        answer: &WithoutBlobs,
     ) -> Option<Outcome> {
         if self.mode == Mode::Off {
             return None;
         }
         let started = Instant::now();
         let verdict = match (method.family, request, answer) {
-            (Family::GetPayload, Message::PayloadId(id), AnswerWithoutBlobs::Payload(built, n)) => {
+            (Family::GetPayload, Message::PayloadId(id), WithoutBlobs::Payload(built, n)) => {
                 let root = self.root_of(id);
                 self.kzg_due(*n);
                 let bundle = || blobs::check_bundle_lists(built, *n);
                 built_verdict(built, fork, root, bundle, false)
             }
-            (Family::GetBlobs, Message::BlobsRequest(asked), AnswerWithoutBlobs::Blobs(shape)) => {
+            (Family::GetBlobs, Message::BlobsRequest(asked), WithoutBlobs::Blobs(shape)) => {
                 self.kzg_due(asked.versioned_hashes.len());
                 verdict(
                     blobs::check_answer_shape(asked.versioned_hashes.len(), shape).map(|()| false),

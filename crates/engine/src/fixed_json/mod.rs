@@ -19,7 +19,16 @@ mod tests {
         read::{forkchoice_from_json, new_payload_from_json},
         write::{forkchoice_json, new_payload_json},
     };
-    use crate::{fork::Fork, message::NewPayload};
+    use crate::{
+        fork::Fork,
+        message::NewPayload,
+        method::{self, MethodSpec},
+    };
+
+    /// The row of `engine_newPayloadV{n}`.
+    fn v(n: u8) -> &'static MethodSpec {
+        method::by_name(&format!("engine_newPayloadV{n}")).unwrap()
+    }
 
     #[test]
     fn new_payload_params_decode_at_their_shape_as_serde_decodes_them() {
@@ -36,13 +45,18 @@ mod tests {
         let expected =
             crate::message::NewPayload::Prague(p.clone(), hashes.clone(), root, requests.into());
         assert_eq!(
-            new_payload_from_json(4, Fork::Prague, params.as_bytes()),
+            new_payload_from_json(v(4), Fork::Prague, params.as_bytes()),
             Some(expected)
         );
         let v3 = format!(r#" [ {payload_json} , ["0x{h}"] , "0x{h}" ] "#);
         assert_eq!(
-            new_payload_from_json(3, Fork::Prague, v3.as_bytes()),
+            new_payload_from_json(v(3), Fork::Cancun, v3.as_bytes()),
             Some(crate::message::NewPayload::Cancun(p, hashes, root))
+        );
+        // A fork the method does not serve: serde's to refuse.
+        assert_eq!(
+            new_payload_from_json(v(3), Fork::Prague, v3.as_bytes()),
+            None
         );
         // Not the canonical shape: left to serde (which may still take it).
         for (from, to) in [
@@ -63,18 +77,18 @@ mod tests {
             let changed = params.replacen(from, to, 1);
             assert_ne!(changed, params);
             assert_eq!(
-                new_payload_from_json(4, Fork::Prague, changed.as_bytes()),
+                new_payload_from_json(v(4), Fork::Prague, changed.as_bytes()),
                 None,
                 "{to}"
             );
         }
         assert_eq!(
-            new_payload_from_json(4, Fork::Prague, v3.as_bytes()),
+            new_payload_from_json(v(4), Fork::Prague, v3.as_bytes()),
             None,
             "V4 needs requests"
         );
         assert_eq!(
-            new_payload_from_json(2, Fork::Prague, params.as_bytes()),
+            new_payload_from_json(v(2), Fork::Prague, params.as_bytes()),
             None
         );
     }
@@ -287,7 +301,8 @@ mod tests {
             "[{}]",
             serde_json::to_string(&shanghai.payload_inner).unwrap()
         );
-        let read = |version, fork, doc: &str| new_payload_from_json(version, fork, doc.as_bytes());
+        let read =
+            |version, fork, doc: &str| new_payload_from_json(v(version), fork, doc.as_bytes());
         let paris = Some(NewPayload::Paris(shanghai.payload_inner.clone()));
         assert_eq!(read(1, Fork::Paris, &v1), paris);
         assert_eq!(read(2, Fork::Paris, &v1), paris);

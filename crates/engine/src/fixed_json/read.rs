@@ -5,211 +5,19 @@
 //! Every reader returns `None` at the first byte its shape does not allow (a key out of the
 //! set, a key twice, a non-canonical quantity, `null` where a value is expected), and the
 //! caller then takes the serde path, which decides: so these readers can only be faster than
-//! serde, never different. The blob-bundle and blob-list readers are in `crate::bulk`.
+//! serde, never different. The cursor is the one JSON reader's (`crate::json::read`); the
+//! blob-bundle and blob-list readers are in `crate::bulk`.
 
-use alloy_primitives::U256;
 use alloy_rpc_types_engine::{
     ExecutionPayloadBodyV1, ExecutionPayloadV1, ExecutionPayloadV2, ExecutionPayloadV3,
     ForkchoiceState, PayloadAttributes,
 };
 
-use crate::fork::Fork;
-
-/// JSON's whitespace: space, tab, line feed, carriage return. Not `u8::is_ascii_whitespace`,
-/// which also takes form feed: the fast paths would then accept a document serde refuses.
-pub(crate) fn is_json_ws(b: &u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// A cursor over a JSON document of a known, fixed shape: every method
-/// returns `None` at the first byte that is not what the shape allows, and the caller then
-/// takes the general serde path — so this path can only be faster, never different.
-pub(crate) struct Cursor<'a> {
-    pub(crate) doc: &'a [u8],
-    pub(crate) at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    pub(crate) fn ws(&mut self) {
-        while self.doc.get(self.at).is_some_and(is_json_ws) {
-            self.at += 1;
-        }
-    }
-
-    /// Consumes `token` (after whitespace).
-    pub(crate) fn eat(&mut self, token: &[u8]) -> Option<()> {
-        self.ws();
-        self.doc[self.at..]
-            .starts_with(token)
-            .then(|| self.at += token.len())
-    }
-
-    /// Whether `token` comes next (after whitespace), consuming it if so.
-    pub(crate) fn next_is(&mut self, token: &[u8]) -> bool {
-        self.eat(token).is_some()
-    }
-
-    /// A `"0x…"` string of exactly `out.len()` bytes, decoded into `out`.
-    pub(crate) fn hex(&mut self, out: &mut [u8]) -> Option<()> {
-        self.eat(b"\"0x")?;
-        let end = self.at + 2 * out.len();
-        if self.doc.get(end) != Some(&b'"') {
-            return None;
-        }
-        const_hex::decode_to_slice(&self.doc[self.at..end], out).ok()?;
-        self.at = end + 1;
-        Some(())
-    }
-
-    /// Steps over a `"0x…"` string of exactly `len` bytes after checking that its digits are
-    /// hex, without decoding them.
-    pub(crate) fn hex_unread(&mut self, len: usize) -> Option<()> {
-        self.eat(b"\"0x")?;
-        let end = self.at + 2 * len;
-        if self.doc.get(end) != Some(&b'"') {
-            return None;
-        }
-        const_hex::check(&self.doc[self.at..end]).ok()?;
-        self.at = end + 1;
-        Some(())
-    }
-
-    /// A fixed-size value (hash, address, bloom) from a `"0x…"` string of exactly its size.
-    pub(crate) fn fixed<T: Default + AsMut<[u8]>>(&mut self) -> Option<T> {
-        let mut value = T::default();
-        self.hex(value.as_mut())?;
-        Some(value)
-    }
-
-    /// An object key: `"name":`.
-    pub(crate) fn key(&mut self) -> Option<&'a [u8]> {
-        self.eat(b"\"")?;
-        let start = self.at;
-        let len = memchr::memchr(b'"', &self.doc[start..])?;
-        self.at = start + len + 1;
-        self.eat(b":")?;
-        Some(&self.doc[start..start + len])
-    }
-
-    /// `[` item (`,` item)* `]`, calling `item` for each; an empty list is allowed.
-    pub(crate) fn list(
-        &mut self,
-        mut item: impl FnMut(&mut Cursor<'a>) -> Option<()>,
-    ) -> Option<()> {
-        self.eat(b"[")?;
-        if self.next_is(b"]") {
-            return Some(());
-        }
-        loop {
-            item(self)?;
-            if self.next_is(b"]") {
-                return Some(());
-            }
-            self.eat(b",")?;
-        }
-    }
-
-    /// A list whose items `item` reads, collected.
-    pub(crate) fn list_of<T>(
-        &mut self,
-        mut item: impl FnMut(&mut Cursor<'a>) -> Option<T>,
-    ) -> Option<Vec<T>> {
-        let mut items = Vec::new();
-        self.list(|c| {
-            items.push(item(c)?);
-            Some(())
-        })?;
-        Some(items)
-    }
-
-    pub(crate) fn end(&mut self) -> Option<()> {
-        self.ws();
-        (self.at == self.doc.len()).then_some(())
-    }
-
-    /// The hex digits of a `"0x…"` string (any length), not yet decoded.
-    pub(crate) fn hex_digits(&mut self) -> Option<&'a [u8]> {
-        self.eat(b"\"0x")?;
-        let start = self.at;
-        let len = memchr::memchr(b'"', &self.doc[start..])?;
-        self.at = start + len + 1;
-        Some(&self.doc[start..start + len])
-    }
-
-    /// A quantity: `"0x0"` or `"0x"` and up to `max_digits` hex digits without a leading
-    /// zero (the canonical form; any other the serde path judges).
-    pub(crate) fn quantity_digits(&mut self, max_digits: usize) -> Option<&'a [u8]> {
-        let digits = self.hex_digits()?;
-        let canonical = !digits.is_empty()
-            && digits.len() <= max_digits
-            && (digits == b"0" || digits[0] != b'0')
-            && digits.iter().all(u8::is_ascii_hexdigit);
-        canonical.then_some(digits)
-    }
-
-    /// A `u64` quantity.
-    pub(crate) fn u64(&mut self) -> Option<u64> {
-        let digits = self.quantity_digits(16)?;
-        u64::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-    }
-
-    /// A `U256` quantity.
-    pub(crate) fn u256(&mut self) -> Option<U256> {
-        let digits = self.quantity_digits(64)?;
-        U256::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-    }
-
-    /// Bytes of any length: `"0x"` and an even number of hex digits.
-    pub(crate) fn bytes(&mut self) -> Option<alloy_primitives::Bytes> {
-        let digits = self.hex_digits()?;
-        if digits.len() % 2 != 0 {
-            return None;
-        }
-        let mut out = vec![0; digits.len() / 2];
-        const_hex::decode_to_slice(digits, &mut out).ok()?;
-        Some(out.into())
-    }
-
-    /// `true` or `false`.
-    pub(crate) fn bool(&mut self) -> Option<bool> {
-        if self.next_is(b"true") {
-            Some(true)
-        } else if self.next_is(b"false") {
-            Some(false)
-        } else {
-            None
-        }
-    }
-
-    /// An object: `{` key value (`,` key value)* `}`, calling `field` with each key (an empty
-    /// object is allowed); `field` must consume the value.
-    pub(crate) fn object(
-        &mut self,
-        mut field: impl FnMut(&mut Cursor<'a>, &'a [u8]) -> Option<()>,
-    ) -> Option<()> {
-        self.eat(b"{")?;
-        if self.next_is(b"}") {
-            return Some(());
-        }
-        loop {
-            let key = self.key()?;
-            field(self, key)?;
-            if self.next_is(b"}") {
-                return Some(());
-            }
-            self.eat(b",")?;
-        }
-    }
-}
-
-/// Sets `slot` once: a key given twice is not for the fast path.
-pub(crate) fn once<T>(slot: &mut Option<T>, value: Option<T>) -> Option<()> {
-    if slot.is_some() {
-        return None;
-    }
-    *slot = Some(value?);
-    Some(())
-}
+use crate::{
+    fork::Fork,
+    json::read::{Cursor, once},
+    method::MethodSpec,
+};
 
 /// An execution payload V1..V3 as read: the V1 fields, and those of the later versions if given.
 struct PayloadParts {
@@ -407,36 +215,41 @@ pub(crate) fn bytes_list(c: &mut Cursor<'_>) -> Option<Vec<alloy_primitives::Byt
     c.list_of(Cursor::bytes)
 }
 
-/// Decodes engine_newPayloadV1..V4 params (`[payload]` for V1/V2; `[payload,
-/// versionedHashes, parentBeaconBlockRoot (, executionRequests)]` for V3/V4) at their fixed
-/// shape; `None` means "use serde". A V2 payload is Paris's without withdrawals and
-/// Shanghai's with them, as `fork` says; a mismatch is serde's to report.
+/// Decodes engine_newPayload params at their fixed shape; `None` means "use serde". The shape
+/// is the call's fork's: `[payload]` before Cancun (withdrawals from Shanghai on: a V2
+/// payload is Paris's without them and Shanghai's with them), then `[payload,
+/// versionedHashes, parentBeaconBlockRoot]` and the execution requests from Prague on.
+/// Amsterdam payloads, and a fork the method `m` does not serve, are serde's to judge.
 pub(crate) fn new_payload_from_json(
-    version: u8,
+    m: &MethodSpec,
     fork: Fork,
     doc: &[u8],
 ) -> Option<crate::message::NewPayload> {
     use crate::message::NewPayload;
-    let mut c = Cursor { doc, at: 0 };
+    if !m.serves(fork) || fork.has_block_access_list() {
+        return None;
+    }
+    let mut c = Cursor::new(doc);
     c.eat(b"[")?;
-    let np = match version {
-        1 => NewPayload::Paris(payload(&mut c)?.v1()?),
-        2 if fork == Fork::Paris => NewPayload::Paris(payload(&mut c)?.v1()?),
-        2 => NewPayload::Shanghai(payload(&mut c)?.v2()?),
-        3 | 4 => {
-            let payload = payload_v3(&mut c)?;
-            c.eat(b",")?;
-            let hashes = hash_list(&mut c)?;
-            c.eat(b",")?;
-            let root = c.fixed()?;
-            if version == 3 {
-                NewPayload::Cancun(payload, hashes, root)
-            } else {
-                c.eat(b",")?;
-                NewPayload::Prague(payload, hashes, root, bytes_list(&mut c)?.into())
-            }
+    let np = if !fork.has_blobs() {
+        let read = payload(&mut c)?;
+        if fork.has_withdrawals() {
+            NewPayload::Shanghai(read.v2()?)
+        } else {
+            NewPayload::Paris(read.v1()?)
         }
-        _ => return None,
+    } else {
+        let payload = payload_v3(&mut c)?;
+        c.eat(b",")?;
+        let hashes = hash_list(&mut c)?;
+        c.eat(b",")?;
+        let root = c.fixed()?;
+        if fork.has_requests() {
+            c.eat(b",")?;
+            NewPayload::Prague(payload, hashes, root, bytes_list(&mut c)?.into())
+        } else {
+            NewPayload::Cancun(payload, hashes, root)
+        }
     };
     c.eat(b"]")?;
     c.end()?;
@@ -518,7 +331,7 @@ fn payload_attributes(c: &mut Cursor<'_>) -> Option<PayloadAttributes> {
 pub(crate) fn forkchoice_from_json(
     doc: &[u8],
 ) -> Option<(ForkchoiceState, Option<PayloadAttributes>)> {
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     c.eat(b"[")?;
     let state = forkchoice_state(&mut c)?;
     let attributes = if c.next_is(b",") {
@@ -538,7 +351,7 @@ pub(crate) fn forkchoice_from_json(
 /// Decodes a getPayloadBodiesV1 result (bodies or `null`s; `withdrawals` a list, `null` or
 /// left out) at its fixed shape; `None` means "use serde".
 pub(crate) fn bodies_v1_from_json(doc: &[u8]) -> Option<Vec<Option<ExecutionPayloadBodyV1>>> {
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     let mut bodies = Vec::new();
     c.list(|c| {
         if c.next_is(b"null") {

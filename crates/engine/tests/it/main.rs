@@ -2,12 +2,12 @@
 //! bad input, property round trips and translation.
 
 mod bad_input;
+mod blob_answer;
 mod golden;
 mod props;
 mod spec_examples;
 mod translate;
 mod wire_equivalence;
-mod without_blobs;
 
 use std::path::PathBuf;
 

@@ -14,12 +14,12 @@ use alloy_primitives::{B256, Bytes};
 use alloy_rpc_types_engine::{ExecutionPayloadV3, PayloadId};
 use sszgate_engine::{
     Fork, Message,
+    blob_answer::{Answer, WithoutBlobs},
     message::{Blobs, BlobsRequest, BuiltPayload, Forkchoice, NewPayload},
     method,
-    without_blobs::{self, Digits},
 };
 use sszgate_fixtures::{self as fixtures, BlobItem, Fixtures, versioned_hash};
-use sszgate_verify::{AnswerWithoutBlobs, Check, Mode, Verdict, Verifier, payload};
+use sszgate_verify::{Check, Mode, Verdict, Verifier, payload};
 
 fn dirs() -> Vec<PathBuf> {
     let mut dirs = vec![fixtures::testdata_dir()];
@@ -397,12 +397,24 @@ fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
     assert!(kzg[0] && kzg[8]);
 }
 
+/// `result` read without its blobs, as the JSON-RPC answer of a call of `m`.
+fn without_blobs(m: &method::MethodSpec, result: &[u8]) -> WithoutBlobs {
+    let answer = [
+        br#"{"jsonrpc":"2.0","id":1,"result":"#.as_slice(),
+        result,
+        b"}",
+    ]
+    .concat();
+    Answer::whole(&answer)
+        .read_without_blobs(m)
+        .expect("a blob answer")
+        .expect("of its shape")
+}
+
 /// The getPayload answer `built` read from its JSON without its blobs.
-fn read_without_blobs(built: &BuiltPayload, version: u8) -> AnswerWithoutBlobs {
+fn read_without_blobs(built: &BuiltPayload, get: &method::MethodSpec) -> WithoutBlobs {
     let json = Message::BuiltPayload(built.clone()).to_json().unwrap();
-    let (read, n) =
-        without_blobs::built_payload(version, &json, Digits::Present).expect("fixed shape");
-    AnswerWithoutBlobs::Payload(Box::new(read), n)
+    without_blobs(get, &json)
 }
 
 #[test]
@@ -411,7 +423,7 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
         let get = method::for_fork(method::Family::GetPayload, fork).unwrap();
         let run = |built: &BuiltPayload| {
             let (mut verifier, id) = after_forkchoice(Mode::All, fork, B256::repeat_byte(0x42));
-            let answer = read_without_blobs(built, get.version);
+            let answer = read_without_blobs(built, get);
             let request = Message::PayloadId(id);
             verifier
                 .call_without_blobs(get, fork, &request, &answer)
@@ -430,10 +442,10 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
         let bad = with_gas_used_changed(&good);
         assert_eq!(failed_check(run(&bad)), Check::BlockHash, "{fork}");
         let (mut verifier, id) = after_forkchoice(Mode::All, fork, root);
-        let AnswerWithoutBlobs::Payload(read, n) = read_without_blobs(&good, get.version) else {
+        let WithoutBlobs::Payload(read, n) = read_without_blobs(&good, get) else {
             unreachable!()
         };
-        let one_short = AnswerWithoutBlobs::Payload(read, n - 1);
+        let one_short = WithoutBlobs::Payload(read, n - 1);
         let verdict = verifier
             .call_without_blobs(get, fork, &Message::PayloadId(id), &one_short)
             .unwrap()
@@ -461,9 +473,9 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
     let m = method::by_name("engine_getBlobsV2").unwrap();
     let run = |answer: Blobs| {
         let json = Message::Blobs(answer).to_json().unwrap();
-        let shape = without_blobs::blobs(2, &json, Digits::Present).expect("fixed shape");
+        let answer = without_blobs(m, &json);
         Verifier::new(Mode::All)
-            .call_without_blobs(m, Fork::Osaka, &request, &AnswerWithoutBlobs::Blobs(shape))
+            .call_without_blobs(m, Fork::Osaka, &request, &answer)
             .unwrap()
             .verdict
     };
@@ -490,8 +502,7 @@ fn calls_read_without_their_blobs_take_their_turn_in_the_sampling() {
         versioned_hashes: vec![B256::repeat_byte(1)],
         indices: None,
     });
-    let none_available =
-        AnswerWithoutBlobs::Blobs(without_blobs::blobs(2, b"null", Digits::Present).unwrap());
+    let none_available = without_blobs(m, b"null");
     let mut due = Vec::new();
     for _ in 0..17 {
         due.push(verifier.kzg_on_next_blob_call());

@@ -6,6 +6,13 @@
 //! deserializes as fast or faster. Both drive the same serde impls of the alloy types, so the
 //! bytes are the same. A decode failure is decoded again through `serde_path_to_error` to name
 //! the JSON path of the fault; the happy path pays nothing for that.
+//!
+//! [`read`] is the one hand-written JSON reader the fast paths share, over a byte slice; `frames`
+//! reads a blob answer over the frames it arrived in, joining it without its blobs' digits
+//! (see [`crate::blob_answer`]).
+
+pub(crate) mod frames;
+pub mod read;
 
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -61,8 +68,7 @@ pub fn require_hex_prefix(what: &str, bytes: &[u8]) -> Result<()> {
         };
         let end = start + len;
         let value = &bytes[start..end];
-        let next = bytes[end + 1..].iter().find(|b| !b.is_ascii_whitespace());
-        if next == Some(&b':') {
+        if read::first_byte(&bytes[end + 1..]) == Some(b':') {
             last_key = value;
         } else if !value.starts_with(b"0x") {
             let shown = String::from_utf8_lossy(&value[..value.len().min(20)]).into_owned();

@@ -1,21 +1,23 @@
-//! A blob-carrying JSON-RPC answer joined from its frames without its blobs' digits: each
-//! blob's `"0x"` and closing quote are kept, the 262,144 digits between are left out, their
-//! width checked and, when checks will read the skeleton, their digits checked in place (hex). The facts and the checks that never look inside a blob
-//! read this skeleton, a few hundred KB, instead of a 20 MB copy of the answer (measured:
-//! joining a 72-blob answer's frames was 15% of the proxy's CPU, docs/benchmarks.md).
+//! The reader of a body over the frames it arrived in: a blob-carrying JSON-RPC answer joined
+//! from its frames without its blobs' digits. Each blob's `"0x"` and closing quote are kept,
+//! the 262,144 digits between are left out, their width checked and, under
+//! [`BlobMode::Validate`], their digits checked in place (hex). The facts and the checks that
+//! never look inside a blob read this skeleton, a few hundred KB, instead of a 20 MB copy of
+//! the answer (measured: joining a 72-blob answer's frames was 15% of the proxy's CPU,
+//! docs/benchmarks.md).
 //!
 //! Where the blobs are is found from the answer's own tokens: the `"blob":"0x` of each getBlobs
 //! entry, the `"blobs":[` array of a getPayload bundle. That is sound only when no string has
 //! an escaped quote, so an answer with any backslash outside the blobs is refused, as is a blob
 //! of another width or an array of another layout; the caller then joins the answer whole.
-//! Unless the digits are checked, a blob holding a quote at the right width is not noticed:
-//! the facts alone then read the skeleton, and they step over blobs at their width anyway
-//! (`scan::fixed_first_string_objects`).
-//! Nothing here decides what the answer means: the readers of the skeleton do, as they would
-//! on the whole answer.
+//! Under [`BlobMode::Skip`] the digits are not checked, so a blob holding a quote at the right
+//! width is not noticed: only the facts read the skeleton then, and they step over blobs at
+//! their width anyway (`scan::fixed_first_string_objects`).
+//!
+//! Nothing here decides what the answer means: the readers of the skeleton
+//! ([`crate::blob_answer`]) do, as they would on the whole answer.
 
-use bytes::Bytes;
-use sszgate_engine::ssz::BYTES_PER_BLOB;
+use crate::{blob_answer::BlobMode, ssz::BYTES_PER_BLOB};
 
 /// Hex digits of a blob.
 const DIGITS: usize = 2 * BYTES_PER_BLOB;
@@ -30,20 +32,20 @@ pub(crate) enum BlobLayout {
 }
 
 /// An answer's frames seen as one byte string.
-struct Frames<'a> {
-    frames: &'a [Bytes],
+struct Frames<'a, B> {
+    frames: &'a [B],
     /// Where each frame starts in the whole.
     starts: Vec<usize>,
     len: usize,
 }
 
-impl<'a> Frames<'a> {
-    fn new(frames: &'a [Bytes]) -> Frames<'a> {
+impl<'a, B: AsRef<[u8]>> Frames<'a, B> {
+    fn new(frames: &'a [B]) -> Frames<'a, B> {
         let mut starts = Vec::with_capacity(frames.len());
         let mut len = 0;
         for f in frames {
             starts.push(len);
-            len += f.len();
+            len += f.as_ref().len();
         }
         Frames {
             frames,
@@ -57,7 +59,7 @@ impl<'a> Frames<'a> {
         // The last frame starting at or before `pos`; empty frames share their start with
         // the next one, so step over any that remain.
         let mut i = self.starts.partition_point(|s| *s <= pos) - 1;
-        while pos - self.starts[i] >= self.frames[i].len() {
+        while pos - self.starts[i] >= self.frames[i].as_ref().len() {
             i += 1;
         }
         (i, pos - self.starts[i])
@@ -78,6 +80,7 @@ impl<'a> Frames<'a> {
                 if left == 0 {
                     return None;
                 }
+                let f = f.as_ref();
                 let piece = &f[offset..(offset + left).min(f.len())];
                 offset = 0;
                 left -= piece.len();
@@ -124,7 +127,7 @@ impl<'a> Frames<'a> {
         let finder = memchr::memmem::Finder::new(needle);
         let mut offset = offset;
         for i in first..self.frames.len() {
-            let frame = &self.frames[i];
+            let frame = self.frames[i].as_ref();
             if let Some(at) = finder.find(&frame[offset.min(frame.len())..]) {
                 return Some(self.starts[i] + offset + at);
             }
@@ -145,17 +148,22 @@ impl<'a> Frames<'a> {
 }
 
 /// Joins `frames` into `out` (cleared first) without the digits of the blobs laid out as
-/// `layout` says, checking that they are hex when `check_digits` (measured: 5% of the
-/// proxy's CPU on 72-blob answers, so only when verification will read the skeleton);
-/// `false` when the answer is not of that shape (see the module header), and `out` is then
-/// of no use.
-pub(crate) fn join_without_blob_digits(
-    frames: &[Bytes],
+/// `layout` says, checking that they are hex under [`BlobMode::Validate`] (measured: 5% of
+/// the proxy's CPU on 72-blob answers, so only when verification will read the skeleton);
+/// `false` when the answer is not of that shape (see the module header) or the mode decodes
+/// blobs, and `out` is then of no use.
+pub(crate) fn join_without_blob_digits<B: AsRef<[u8]>>(
+    frames: &[B],
     layout: BlobLayout,
-    check_digits: bool,
+    mode: BlobMode,
     out: &mut Vec<u8>,
 ) -> bool {
     out.clear();
+    let check_digits = match mode {
+        BlobMode::Decode => return false,
+        BlobMode::Validate => true,
+        BlobMode::Skip => false,
+    };
     let all = Frames::new(frames);
     let mut copied = 0;
     // Keeps what comes before the digits starting at `digits` and steps over them; `false`
@@ -223,14 +231,14 @@ mod tests {
     }
 
     /// `doc` cut into frames at `cuts`.
-    fn framed(doc: &str, cuts: &[usize]) -> Vec<Bytes> {
+    fn framed(doc: &str, cuts: &[usize]) -> Vec<Vec<u8>> {
         let mut frames = Vec::new();
         let mut at = 0;
         for &cut in cuts {
-            frames.push(Bytes::copy_from_slice(&doc.as_bytes()[at..cut]));
+            frames.push(doc.as_bytes()[at..cut].to_vec());
             at = cut;
         }
-        frames.push(Bytes::copy_from_slice(&doc.as_bytes()[at..]));
+        frames.push(doc.as_bytes()[at..].to_vec());
         frames
     }
 
@@ -260,7 +268,7 @@ mod tests {
 
     fn skeleton(doc: &str, cuts: &[usize], layout: BlobLayout) -> Option<String> {
         let mut out = Vec::new();
-        join_without_blob_digits(&framed(doc, cuts), layout, true, &mut out)
+        join_without_blob_digits(&framed(doc, cuts), layout, BlobMode::Validate, &mut out)
             .then(|| String::from_utf8(out).unwrap())
     }
 
@@ -356,7 +364,7 @@ mod tests {
         assert!(join_without_blob_digits(
             &frames,
             BlobLayout::Entries,
-            false,
+            BlobMode::Skip,
             &mut out
         ));
         assert_eq!(out, br#"{"result":[{"blob":"0x","proofs":[]}]}"#);
@@ -365,7 +373,16 @@ mod tests {
         assert!(!join_without_blob_digits(
             &frames,
             BlobLayout::Entries,
-            false,
+            BlobMode::Skip,
+            &mut out
+        ));
+        // A mode that decodes the blobs needs them whole.
+        let doc = format!(r#"{{"result":[{{"blob":{good},"proofs":[]}}]}}"#);
+        let frames = framed(&doc, &[100]);
+        assert!(!join_without_blob_digits(
+            &frames,
+            BlobLayout::Entries,
+            BlobMode::Decode,
             &mut out
         ));
         // A backslash anywhere: the tokens found may be inside a string.

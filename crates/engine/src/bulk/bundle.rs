@@ -1,16 +1,11 @@
-//! Fast paths for the bulk messages: blob bundles (`getPayloadV3..V6` results) and blob lists
-//! (`getBlobsV1..V3` results), which are 99% blob bytes.
-//!
-//! Measured on a 72-blob getPayloadV5 response (docs/benchmarks.md): the serde route of the
-//! alloy types allocates a hex `String` per blob and scans it again to escape it (JSON
-//! encode 4.6 ms with sonic-rs, 16 ms with serde_json), and the derived SSZ decoder returns
-//! each 128 KiB blob by value through several frames (2.5 ms, against 0.7 ms for a memcpy of the
-//! same bytes). Here the JSON writer hex-encodes each blob straight into an output buffer
-//! reserved to the final size, and the SSZ reader slices the already-validated container and
-//! copies each blob once. The output is byte-identical to the serde and `ssz` routes; the tests
-//! check that on every path.
+//! The getPayload answers from Cancun on: a built payload with its blob bundle, in both
+//! codecs. JSON: the writer of the result in serde's key order; the fixed-shape reader (the
+//! payload field by field, the blobs decoded in place, or only counted); the splice that lets
+//! serde read all but the bundle; and serde reading it with each blob checked but not decoded,
+//! for the checks without KZG. SSZ: the validated container sliced, each blob copied once.
+//! The differential tests against serde are at the end of the file.
 
-use alloy_eips::eip4844::{Blob, BlobAndProofV1, BlobAndProofV2, Bytes48};
+use alloy_eips::eip4844::{Blob, Bytes48};
 use alloy_primitives::U256;
 use alloy_rpc_types_engine::{
     BlobsBundleV1, BlobsBundleV2, ExecutionPayloadEnvelopeV3, ExecutionPayloadEnvelopeV4,
@@ -18,22 +13,24 @@ use alloy_rpc_types_engine::{
 };
 use ssz::Decode;
 
+use super::{CheckedBlob, decode_failed, fixed_items};
 use crate::{
     error::{Error, Result},
     fixed_json::{
-        read::{Cursor, bytes_list, is_json_ws, once, payload_v3},
+        read::{bytes_list, payload_v3},
         write::{
-            hex_len, payload_json_len, payload_v4_json_len, push_hex, push_hex_list,
-            push_payload_v3, push_serde,
+            hex_len, payload_json_len, payload_v4_json_len, push_hex_list, push_payload_v3,
+            push_serde,
         },
     },
-    json,
-    message::{Blobs, BuiltPayload},
-    ssz::{self as schema, SszError, SszField, SszProblem, Ty, container_fields, encode_container},
-    without_blobs::Digits,
+    json::{
+        self,
+        read::{Cursor, once, skip_ws},
+    },
+    message::BuiltPayload,
+    method::{AnswerBlobs, MethodSpec},
+    ssz::{self as schema, SszField, Ty, container_fields, encode_container},
 };
-
-// ---------------------------------------------------------------- JSON
 
 fn push_bundle<C: AsRef<[u8]>, B: AsRef<[u8]>>(
     out: &mut Vec<u8>,
@@ -217,267 +214,130 @@ impl<'a> BuiltView<'a> {
     }
 }
 
-/// The JSON of a getBlobsV1..V3 result, in the key order of alloy's serde impls.
-pub(crate) fn blobs_json(blobs: &Blobs) -> Option<Vec<u8>> {
-    fn list<T>(
-        items: &[Option<T>],
-        size: impl Fn(&T) -> usize,
-        write: impl Fn(&mut Vec<u8>, &T),
-    ) -> Vec<u8> {
-        let mut out = Vec::with_capacity(
-            items
-                .iter()
-                .map(|i| i.as_ref().map_or(5, &size))
-                .sum::<usize>()
-                + 2,
-        );
-        out.push(b'[');
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            match item {
-                Some(item) => write(&mut out, item),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
-        out.push(b']');
-        out
-    }
-    let v1 = |out: &mut Vec<u8>, b: &BlobAndProofV1| {
-        out.extend_from_slice(b"{\"blob\":");
-        push_hex(out, b.blob.as_slice());
-        out.extend_from_slice(b",\"proof\":");
-        push_hex(out, b.proof.as_slice());
-        out.push(b'}');
-    };
-    let v2 = |out: &mut Vec<u8>, b: &BlobAndProofV2| {
-        out.extend_from_slice(b"{\"blob\":");
-        push_hex(out, b.blob.as_slice());
-        out.extend_from_slice(b",\"proofs\":");
-        push_hex_list(out, &b.proofs);
-        out.push(b'}');
-    };
-    let size_v1 = |_: &BlobAndProofV1| schema::BYTES_PER_BLOB * 2 + 140;
-    let size_v2 = |b: &BlobAndProofV2| schema::BYTES_PER_BLOB * 2 + hex_len(&b.proofs) + 40;
-    match blobs {
-        Blobs::V1(items) => Some(list(items, size_v1, v1)),
-        Blobs::V2(Some(items)) => {
-            let wrapped: Vec<Option<&BlobAndProofV2>> = items.iter().map(Some).collect();
-            Some(list(&wrapped, |b| size_v2(b), |out, b| v2(out, b)))
-        }
-        Blobs::V3(Some(items)) => Some(list(items, size_v2, v2)),
-        _ => None,
-    }
-}
-
-// ---------------------------------------------------------------- SSZ
-
-fn fixed_items<T>(bytes: &[u8], size: usize, make: impl Fn(&[u8]) -> T) -> Vec<T> {
-    bytes.chunks_exact(size).map(make).collect()
-}
-
-fn decode_failed(ty: &'static Ty, e: ssz::DecodeError) -> Error {
-    let problem = match e {
-        ssz::DecodeError::BytesInvalid(message) => message,
-        other => format!("{other:?}"),
-    };
-    Error::Ssz(SszError {
-        container: ty.name(),
-        path: ".".into(),
-        offset: 0,
-        problem: SszProblem::Other(problem),
-    })
-}
-
 /// The three lists of a validated `BlobsBundleV1`/`V2` slice.
-fn bundle_parts(ty: &'static Ty, bytes: &[u8]) -> (Vec<Bytes48>, Vec<Bytes48>, Vec<Blob>) {
+fn bundle_parts(ty: &'static Ty, bytes: &[u8]) -> BundleParts {
     let f = container_fields(ty, bytes);
-    (
-        fixed_items(f[0], 48, Bytes48::from_slice),
-        fixed_items(f[1], 48, Bytes48::from_slice),
-        fixed_items(f[2], schema::BYTES_PER_BLOB, Blob::from_slice),
-    )
+    let blobs = fixed_items(f[2], schema::BYTES_PER_BLOB, Blob::from_slice);
+    BundleParts {
+        commitments: fixed_items(f[0], 48, Bytes48::from_slice),
+        proofs: fixed_items(f[1], 48, Bytes48::from_slice),
+        blob_count: blobs.len(),
+        blobs,
+    }
 }
 
-/// Decodes a validated `BuiltPayload{Cancun..Amsterdam}` (`ty`), or `None` for other forks.
+/// Decodes a validated `BuiltPayload` of a row whose answer carries a blob bundle (`ty`, the
+/// container of its fork), or `None` for rows without one.
 pub(crate) fn built_payload_from_ssz(
     ty: &'static Ty,
-    version: u8,
+    m: &MethodSpec,
     bytes: &[u8],
 ) -> Result<Option<BuiltPayload>> {
-    let built = built_payload_from_validated(ty, version, bytes)?;
+    let built = built_payload_from_validated(ty, m, bytes)?;
     if let Some(view) = built.as_ref().and_then(BuiltPayload::view) {
         view.check_bundle()?;
     }
     Ok(built)
 }
 
+/// The fields of a `BuiltPayload` container in order: payload, value, bundle, the execution
+/// requests when the row's fork has them, the override flag.
 fn built_payload_from_validated(
     ty: &'static Ty,
-    version: u8,
+    m: &MethodSpec,
     bytes: &[u8],
 ) -> Result<Option<BuiltPayload>> {
-    schema::validate(ty, bytes)?;
-    let f = container_fields(ty, bytes);
-    let value = U256::from_le_slice(f[1]);
-    let requests = |slice: &[u8]| {
-        alloy_eips::eip7685::Requests::from_ssz_bytes(slice).map_err(|e| decode_failed(ty, e))
-    };
-    Ok(Some(match version {
-        3 => {
-            let payload =
-                ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-            let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V1, f[2]);
-            BuiltPayload::V3(ExecutionPayloadEnvelopeV3 {
-                execution_payload: payload,
-                block_value: value,
-                blobs_bundle: BlobsBundleV1 {
-                    commitments,
-                    proofs,
-                    blobs,
-                },
-                should_override_builder: f[3][0] == 1,
-            })
-        }
-        4 => {
-            let payload =
-                ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-            let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V1, f[2]);
-            BuiltPayload::V4(ExecutionPayloadEnvelopeV4 {
-                envelope_inner: ExecutionPayloadEnvelopeV3 {
-                    execution_payload: payload,
-                    block_value: value,
-                    blobs_bundle: BlobsBundleV1 {
-                        commitments,
-                        proofs,
-                        blobs,
-                    },
-                    should_override_builder: f[4][0] == 1,
-                },
-                execution_requests: requests(f[3])?,
-            })
-        }
-        5 | 6 => {
-            let (commitments, proofs, blobs) = bundle_parts(&schema::BLOBS_BUNDLE_V2, f[2]);
-            let bundle = BlobsBundleV2 {
-                commitments,
-                proofs,
-                blobs,
-            };
-            let (requests, override_builder) = (requests(f[3])?, f[4][0] == 1);
-            if version == 5 {
-                let payload =
-                    ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-                BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
-                    execution_payload: payload,
-                    block_value: value,
-                    blobs_bundle: bundle,
-                    should_override_builder: override_builder,
-                    execution_requests: requests,
-                })
-            } else {
-                let payload =
-                    ExecutionPayloadV4::from_ssz_bytes(f[0]).map_err(|e| decode_failed(ty, e))?;
-                BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
-                    execution_payload: payload,
-                    block_value: value,
-                    blobs_bundle: bundle,
-                    should_override_builder: override_builder,
-                    execution_requests: requests,
-                })
-            }
-        }
-        _ => return Ok(None),
-    }))
-}
-
-/// Decodes a `BlobsV1..V3Response` body (validated here), or `None` for V4.
-pub(crate) fn blobs_from_ssz(version: u8, bytes: &[u8]) -> Result<Option<Blobs>> {
-    let ty = schema::blobs_response(version);
-    if version > 3 {
+    if m.blobs != AnswerBlobs::Bundle {
         return Ok(None);
     }
     schema::validate(ty, bytes)?;
-    let list = container_fields(ty, bytes)[0];
-    if version == 1 {
-        let entry = 1 + schema::BYTES_PER_BLOB + 48;
-        let items = list
-            .chunks_exact(entry)
-            .map(|e| {
-                (e[0] == 1).then(|| BlobAndProofV1 {
-                    blob: Box::new(Blob::from_slice(&e[1..1 + schema::BYTES_PER_BLOB])),
-                    proof: Bytes48::from_slice(&e[1 + schema::BYTES_PER_BLOB..]),
-                })
-            })
-            .collect();
-        return Ok(Some(Blobs::V1(items)));
-    }
-    // Variable-size entries: offsets, then {available, contents offset, BlobAndProofV2}.
-    let count = if list.is_empty() {
-        0
+    let f = container_fields(ty, bytes);
+    let failed = |e| decode_failed(ty, e);
+    let payload = if m.latest_fork().has_block_access_list() {
+        ReadPayload::V4(ExecutionPayloadV4::from_ssz_bytes(f[0]).map_err(failed)?)
     } else {
-        u32::from_le_bytes(list[..4].try_into().expect("validated")) as usize / 4
+        ReadPayload::V3(ExecutionPayloadV3::from_ssz_bytes(f[0]).map_err(failed)?)
     };
-    let mut items = Vec::with_capacity(count);
-    for i in 0..count {
-        let start =
-            u32::from_le_bytes(list[i * 4..i * 4 + 4].try_into().expect("validated")) as usize;
-        let end = if i + 1 < count {
-            u32::from_le_bytes(
-                list[(i + 1) * 4..(i + 2) * 4]
-                    .try_into()
-                    .expect("validated"),
-            ) as usize
-        } else {
-            list.len()
-        };
-        let entry = &list[start..end];
-        let available = entry[0] == 1;
-        let contents = &entry[5..];
-        let proofs_at = u32::from_le_bytes(
-            contents[schema::BYTES_PER_BLOB..schema::BYTES_PER_BLOB + 4]
-                .try_into()
-                .expect("validated"),
-        ) as usize;
-        items.push(available.then(|| BlobAndProofV2 {
-            blob: Box::new(Blob::from_slice(&contents[..schema::BYTES_PER_BLOB])),
-            proofs: fixed_items(&contents[proofs_at..], 48, Bytes48::from_slice),
-        }));
-    }
-    Ok(Some(if version == 2 {
-        let all: Option<Vec<_>> = items.into_iter().collect();
-        Blobs::V2(Some(all.ok_or_else(|| {
-            Error::invalid(
-                "blobs/v2 response",
-                "an entry is unavailable; v2 is all-or-nothing (204 for a miss)",
-            )
-        })?))
+    let bundle_ty = if m.cell_proofs() {
+        &schema::BLOBS_BUNDLE_V2
     } else {
-        Blobs::V3(Some(items))
-    }))
+        &schema::BLOBS_BUNDLE_V1
+    };
+    let (requests, override_at) = if m.has_requests() {
+        let requests = alloy_eips::eip7685::Requests::from_ssz_bytes(f[3]).map_err(failed)?;
+        (Some(requests), 4)
+    } else {
+        (None, 3)
+    };
+    let parts = bundle_parts(bundle_ty, f[2]);
+    let value = U256::from_le_slice(f[1]);
+    let built = build(m, payload, value, parts, f[override_at][0] == 1, requests);
+    Ok(Some(built.ok_or_else(|| {
+        Error::invalid(ty.name(), "the container does not give the method's answer")
+    })?))
 }
 
-// ---------------------------------------------------------------- JSON decode
-
-/// A blob bundle with its blobs taken out (the `blobs` array is spliced to `[]` before parsing).
+/// A blob bundle whose blobs serde reads as `B`: ignored (the `blobs` array spliced to `[]`
+/// before parsing) or checked without being decoded ([`CheckedBlob`]).
 #[derive(serde::Deserialize)]
-struct BundleWithoutBlobs {
+struct BundleOf<B> {
     commitments: Vec<Bytes48>,
     proofs: Vec<Bytes48>,
-    blobs: Vec<serde::de::IgnoredAny>,
+    blobs: Vec<B>,
 }
 
-/// A getPayloadV3..V6 result with its blobs taken out.
+/// A getPayloadV3..V6 result whose blobs serde reads as `B` and its execution requests as
+/// `R` (ignored, as alloy's envelopes ignore an unknown member, where the row has none).
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct EnvelopeWithoutBlobs<P> {
+struct EnvelopeOf<P, B, R = alloy_eips::eip7685::Requests> {
     execution_payload: P,
     block_value: U256,
-    blobs_bundle: BundleWithoutBlobs,
+    blobs_bundle: BundleOf<B>,
     should_override_builder: bool,
-    #[serde(default)]
-    execution_requests: Option<alloy_eips::eip7685::Requests>,
+    #[serde(default = "absent")]
+    execution_requests: Option<R>,
+}
+
+/// A member left out of a document: `None` (serde's `default` would ask `R: Default`).
+fn absent<R>() -> Option<R> {
+    None
+}
+
+/// The execution requests of an envelope as read: kept, or ignored.
+trait ReadRequests: serde::de::DeserializeOwned {
+    /// The requests, when they are kept.
+    fn kept(self) -> Option<alloy_eips::eip7685::Requests>;
+}
+
+impl ReadRequests for alloy_eips::eip7685::Requests {
+    fn kept(self) -> Option<alloy_eips::eip7685::Requests> {
+        Some(self)
+    }
+}
+
+impl ReadRequests for serde::de::IgnoredAny {
+    fn kept(self) -> Option<alloy_eips::eip7685::Requests> {
+        None
+    }
+}
+
+/// An execution payload as serde reads it, into the payload of a built payload.
+trait ReadPayloadOf: serde::de::DeserializeOwned {
+    /// The payload.
+    fn read(self) -> ReadPayload;
+}
+
+impl ReadPayloadOf for ExecutionPayloadV3 {
+    fn read(self) -> ReadPayload {
+        ReadPayload::V3(self)
+    }
+}
+
+impl ReadPayloadOf for ExecutionPayloadV4 {
+    fn read(self) -> ReadPayload {
+        ReadPayload::V4(self)
+    }
 }
 
 /// What a reader does with the blobs of an answer.
@@ -494,11 +354,12 @@ pub(crate) enum BlobContents {
 }
 
 impl BlobContents {
-    /// Counting the blobs of a document whose digits are as `digits` says.
-    fn counted(digits: Digits) -> BlobContents {
-        match digits {
-            Digits::Present => BlobContents::Count,
-            Digits::LeftOut => BlobContents::CountLeftOut,
+    /// Counting the blobs of a document whose digits were left out or not.
+    fn counted(digits_left_out: bool) -> BlobContents {
+        if digits_left_out {
+            BlobContents::CountLeftOut
+        } else {
+            BlobContents::Count
         }
     }
 }
@@ -523,7 +384,7 @@ struct BundleParts {
 /// than this takes over the blobs.
 fn splice_bundle(doc: &[u8]) -> Option<(BundleParts, Vec<u8>)> {
     const KEY: &[u8] = b"\"blobsBundle\"";
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     let object_start = loop {
         c.at += memchr::memmem::find(&doc[c.at..], KEY)? + KEY.len();
         if c.next_is(b":") {
@@ -574,14 +435,15 @@ fn bundle(c: &mut Cursor<'_>, contents: BlobContents) -> Option<BundleParts> {
 /// [`BlobContents::Decode`], the bundle's `blobs` list is left empty). `None` means "try the
 /// splice, then serde".
 fn built_payload_whole(
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
     contents: BlobContents,
 ) -> Option<(BuiltPayload, usize)> {
-    if !(3..=5).contains(&version) {
+    // The payload is read field by field in its V3 shape only (Cancun to Osaka).
+    if m.blobs != AnswerBlobs::Bundle || m.latest_fork().has_block_access_list() {
         return None;
     }
-    let mut c = Cursor { doc, at: 0 };
+    let mut c = Cursor::new(doc);
     let (mut payload, mut value, mut parts, mut override_builder, mut requests) =
         (None, None, None, None, None);
     c.object(|c, key| match key {
@@ -611,7 +473,7 @@ fn built_payload_whole(
     let parts = parts?;
     let blob_count = parts.blob_count;
     let built = assemble(
-        version,
+        m,
         ReadPayload::V3(payload?),
         value?,
         parts,
@@ -626,11 +488,11 @@ fn built_payload_whole(
 /// an empty `blobs` list, and how many blobs the answer holds. `None` for any other shape or
 /// version.
 pub(crate) fn built_payload_without_blobs(
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
-    digits: Digits,
+    digits_left_out: bool,
 ) -> Option<(BuiltPayload, usize)> {
-    built_payload_whole(version, doc, BlobContents::counted(digits))
+    built_payload_whole(m, doc, BlobContents::counted(digits_left_out))
 }
 
 /// The payload of a getPayload result: the V3 shape (Cancun..Osaka) or the V4 (Amsterdam).
@@ -643,38 +505,50 @@ enum ReadPayload {
 /// or the splice with serde); `None` when the parts do not make one of that version: a
 /// bundle whose lists disagree, execution requests where there are none or the reverse.
 fn assemble(
-    version: u8,
+    m: &MethodSpec,
     payload: ReadPayload,
     value: U256,
     parts: BundleParts,
     override_builder: bool,
     requests: Option<alloy_eips::eip7685::Requests>,
 ) -> Option<BuiltPayload> {
-    let per_blob = if version >= 5 {
+    let per_blob = if m.cell_proofs() {
         schema::CELLS_PER_EXT_BLOB
     } else {
         1
     };
     if parts.commitments.len() != parts.blob_count
         || parts.proofs.len() != parts.blob_count * per_blob
-        || (version == 3) != requests.is_none()
     {
         return None;
     }
-    let cell_bundle = |parts: BundleParts| BlobsBundleV2 {
-        commitments: parts.commitments,
-        proofs: parts.proofs,
-        blobs: parts.blobs,
-    };
-    Some(match (version, payload) {
-        (3 | 4, ReadPayload::V3(payload)) => {
+    build(m, payload, value, parts, override_builder, requests)
+}
+
+/// The built payload of the row `m` from its parts, its variant given by the row's shape
+/// (payload version, proofs per blob, requests); `None` when the parts are not of that shape.
+/// The bundle's lists are not compared here.
+fn build(
+    m: &MethodSpec,
+    payload: ReadPayload,
+    value: U256,
+    parts: BundleParts,
+    override_builder: bool,
+    requests: Option<alloy_eips::eip7685::Requests>,
+) -> Option<BuiltPayload> {
+    if m.has_requests() != requests.is_some() {
+        return None;
+    }
+    let (commitments, proofs, blobs) = (parts.commitments, parts.proofs, parts.blobs);
+    Some(match (payload, m.cell_proofs(), requests) {
+        (ReadPayload::V3(payload), false, requests) => {
             let envelope = ExecutionPayloadEnvelopeV3 {
                 execution_payload: payload,
                 block_value: value,
                 blobs_bundle: BlobsBundleV1 {
-                    commitments: parts.commitments,
-                    proofs: parts.proofs,
-                    blobs: parts.blobs,
+                    commitments,
+                    proofs,
+                    blobs,
                 },
                 should_override_builder: override_builder,
             };
@@ -686,20 +560,32 @@ fn assemble(
                 None => BuiltPayload::V3(envelope),
             }
         }
-        (5, ReadPayload::V3(payload)) => BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
-            execution_payload: payload,
-            block_value: value,
-            blobs_bundle: cell_bundle(parts),
-            should_override_builder: override_builder,
-            execution_requests: requests?,
-        }),
-        (6, ReadPayload::V4(payload)) => BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
-            execution_payload: payload,
-            block_value: value,
-            blobs_bundle: cell_bundle(parts),
-            should_override_builder: override_builder,
-            execution_requests: requests?,
-        }),
+        (ReadPayload::V3(payload), true, Some(execution_requests)) => {
+            BuiltPayload::V5(ExecutionPayloadEnvelopeV5 {
+                execution_payload: payload,
+                block_value: value,
+                blobs_bundle: BlobsBundleV2 {
+                    commitments,
+                    proofs,
+                    blobs,
+                },
+                should_override_builder: override_builder,
+                execution_requests,
+            })
+        }
+        (ReadPayload::V4(payload), true, Some(execution_requests)) => {
+            BuiltPayload::V6(ExecutionPayloadEnvelopeV6 {
+                execution_payload: payload,
+                block_value: value,
+                blobs_bundle: BlobsBundleV2 {
+                    commitments,
+                    proofs,
+                    blobs,
+                },
+                should_override_builder: override_builder,
+                execution_requests,
+            })
+        }
         _ => return None,
     })
 }
@@ -716,12 +602,7 @@ fn fixed_width_blobs(
         BlobContents::CountLeftOut => 2,
         _ => 2 + 2 * schema::BYTES_PER_BLOB,
     };
-    let skip_ws = |mut i: usize| {
-        while doc.get(i).is_some_and(is_json_ws) {
-            i += 1;
-        }
-        i
-    };
+    let skip_ws = |i: usize| skip_ws(doc, i);
     if doc.get(at) != Some(&b'[') {
         return None;
     }
@@ -772,13 +653,13 @@ fn fixed_width_blobs(
 /// Decodes a getPayloadV3..V6 result through [`splice_bundle`]; `None` means "use serde".
 pub(crate) fn built_payload_from_json(
     what: &str,
-    version: u8,
+    m: &MethodSpec,
     doc: &[u8],
 ) -> Result<Option<BuiltPayload>> {
-    if !(3..=6).contains(&version) {
+    if m.blobs != AnswerBlobs::Bundle {
         return Ok(None);
     }
-    if let Some((built, _)) = built_payload_whole(version, doc, BlobContents::Decode) {
+    if let Some((built, _)) = built_payload_whole(m, doc, BlobContents::Decode) {
         return Ok(Some(built));
     }
     let Some((parts, rest)) = splice_bundle(doc) else {
@@ -787,15 +668,17 @@ pub(crate) fn built_payload_from_json(
     json::require_hex_prefix(what, &rest)?;
     /// The envelope serde read around the spliced bundle, which must have been that bundle
     /// (its lists left empty).
-    fn parse<P: serde::de::DeserializeOwned>(rest: &[u8]) -> Option<EnvelopeWithoutBlobs<P>> {
+    fn parse<P: serde::de::DeserializeOwned>(
+        rest: &[u8],
+    ) -> Option<EnvelopeOf<P, serde::de::IgnoredAny>> {
         serde_json::from_slice(rest)
             .ok()
-            .filter(|e: &EnvelopeWithoutBlobs<P>| {
+            .filter(|e: &EnvelopeOf<P, serde::de::IgnoredAny>| {
                 let b = &e.blobs_bundle;
                 b.commitments.is_empty() && b.proofs.is_empty() && b.blobs.is_empty()
             })
     }
-    let read = if version == 6 {
+    let read = if m.latest_fork().has_block_access_list() {
         parse::<ExecutionPayloadV4>(&rest).map(|e| {
             let payload = ReadPayload::V4(e.execution_payload);
             (
@@ -818,147 +701,97 @@ pub(crate) fn built_payload_from_json(
     };
     Ok(
         read.and_then(|(payload, value, override_builder, requests)| {
-            assemble(version, payload, value, parts, override_builder, requests)
+            assemble(m, payload, value, parts, override_builder, requests)
         }),
     )
 }
 
-/// One getBlobs entry: `{"blob": …, "proof": …}` (V1) or `{"blob": …, "proofs": […]}`
-/// (V2/V3), keys in any order, each exactly once; the blob as `read_blob` reads it.
-fn blob_entry<B>(
-    c: &mut Cursor<'_>,
-    cell_proofs: bool,
-    read_blob: &mut impl FnMut(&mut Cursor<'_>) -> Option<B>,
-) -> Option<(B, Vec<Bytes48>)> {
-    c.eat(b"{")?;
-    let (mut blob, mut proofs) = (None::<B>, None::<Vec<Bytes48>>);
-    loop {
-        match c.key()? {
-            b"blob" if blob.is_none() => blob = Some(read_blob(c)?),
-            b"proof" if !cell_proofs && proofs.is_none() => {
-                proofs = Some(vec![c.fixed()?]);
-            }
-            b"proofs" if cell_proofs && proofs.is_none() => {
-                let mut list = Vec::with_capacity(schema::CELLS_PER_EXT_BLOB);
-                c.list(|c| {
-                    list.push(c.fixed()?);
-                    Some(())
-                })?;
-                proofs = Some(list);
-            }
-            _ => return None,
-        }
-        if c.next_is(b"}") {
-            break;
-        }
-        c.eat(b",")?;
-    }
-    Some((blob?, proofs?))
-}
-
-/// The entries of a getBlobsV1/V2/V3 result at its fixed shape, each blob as `read_blob`
-/// reads it: `Some(None)` for a `null` answer (V2/V3), `None` for any other shape or version.
-/// A V2 answer has no `null` entries (it is all or nothing).
-#[allow(clippy::type_complexity)]
-fn blob_entries<B>(
-    version: u8,
+/// A getPayload result (a row with a blob bundle) read by serde with its blobs checked but
+/// not decoded (see [`CheckedBlob`]): the payload with an empty `blobs` list, and how many
+/// blobs it held. For the answers the fixed-shape reader leaves to serde; it refuses what
+/// serde's full decode refuses (lists that disagree included), and reads execution requests
+/// only where the row has them, as alloy's envelopes do.
+pub(crate) fn built_payload_serde_without_blobs(
+    what: &str,
+    m: &MethodSpec,
     doc: &[u8],
-    mut read_blob: impl FnMut(&mut Cursor<'_>) -> Option<B>,
-) -> Option<Option<Vec<Option<(B, Vec<Bytes48>)>>>> {
-    let mut c = Cursor { doc, at: 0 };
-    let cell_proofs = match version {
-        1 => false,
-        2 | 3 => true,
-        _ => return None,
+    digits_left_out: bool,
+) -> Result<(BuiltPayload, usize)> {
+    json::require_hex_prefix(what, doc)?;
+    let (payload, value, parts, override_builder, requests) = if digits_left_out {
+        read_envelope::<true>(what, m, doc)?
+    } else {
+        read_envelope::<false>(what, m, doc)?
     };
-    if version != 1 && c.next_is(b"null") {
-        c.end()?;
-        return Some(None);
-    }
-    let mut entries = Vec::new();
-    c.list(|c| {
-        if version != 2 && c.next_is(b"null") {
-            entries.push(None);
-        } else {
-            entries.push(Some(blob_entry(c, cell_proofs, &mut read_blob)?));
-        }
-        Some(())
-    })?;
-    c.end()?;
-    Some(Some(entries))
+    let blobs = parts.blob_count;
+    let (c, p) = (parts.commitments.len(), parts.proofs.len());
+    assemble(m, payload, value, parts, override_builder, requests)
+        .map(|built| (built, blobs))
+        .ok_or_else(|| Error::Json {
+            what: what.to_string(),
+            path: "blobsBundle".into(),
+            detail: format!(
+                "{c} commitments and {p} proofs for {blobs} blobs, or execution requests missing"
+            ),
+        })
 }
 
-/// Decodes a getBlobsV1/V2/V3 result at fixed width (blobs and proofs straight from hex);
-/// `None` means "use serde" (another shape, a V4 answer, or anything unexpected).
-pub(crate) fn blobs_from_json(version: u8, doc: &[u8]) -> Option<Blobs> {
-    // Each blob is decoded into its final heap place: moving 128 KiB arrays by value from
-    // entry to list to answer cost more than the decode itself (8.9 ms against 6.1 ms through
-    // serde for 72 blobs, measured).
-    let entries = blob_entries(version, doc, |c| {
-        let mut b: Box<Blob> = Box::default();
-        c.hex(b.as_mut_slice())?;
-        Some(b)
-    })?;
-    let Some(entries) = entries else {
-        return Some(if version == 2 {
-            Blobs::V2(None)
-        } else {
-            Blobs::V3(None)
-        });
-    };
-    Some(match version {
-        1 => Blobs::V1(
-            entries
-                .into_iter()
-                .map(|e| {
-                    e.map(|(blob, mut proofs)| BlobAndProofV1 {
-                        blob,
-                        proof: proofs.pop().expect("one proof parsed"),
-                    })
-                })
-                .collect(),
-        ),
-        2 => Blobs::V2(Some(
-            entries
-                .into_iter()
-                .map(|e| e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs }))
-                .collect::<Option<Vec<_>>>()?,
-        )),
-        _ => Blobs::V3(Some(
-            entries
-                .into_iter()
-                .map(|e| e.map(|(blob, proofs)| BlobAndProofV2 { blob, proofs }))
-                .collect(),
-        )),
-    })
-}
+/// The parts of a built payload as read by serde, before they are assembled.
+type EnvelopeParts = (
+    ReadPayload,
+    U256,
+    BundleParts,
+    bool,
+    Option<alloy_eips::eip7685::Requests>,
+);
 
-/// A getBlobsV1/V2/V3 result at its fixed shape without decoding its blobs (each checked for
-/// width, quotes and hex digits, here or when its digits were left out): per entry, `None`
-/// when missing or its number of proofs; `Some(None)` for a `null` answer. `None` for any
-/// other shape or version.
-#[allow(clippy::type_complexity)]
-pub(crate) fn blobs_without_blobs(
-    version: u8,
+/// The envelope of the row `m` (its payload version, its requests or none) read by serde,
+/// each blob checked as [`CheckedBlob<LEFT_OUT>`] checks it.
+fn read_envelope<const LEFT_OUT: bool>(
+    what: &str,
+    m: &MethodSpec,
     doc: &[u8],
-    digits: Digits,
-) -> Option<Option<Vec<Option<usize>>>> {
-    let bytes = match digits {
-        Digits::Present => schema::BYTES_PER_BLOB,
-        Digits::LeftOut => 0,
-    };
-    let entries = blob_entries(version, doc, |c| c.hex_unread(bytes))?;
-    Some(entries.map(|entries| {
-        entries
-            .into_iter()
-            .map(|e| e.map(|((), proofs)| proofs.len()))
-            .collect()
-    }))
+) -> Result<EnvelopeParts> {
+    fn read<P: ReadPayloadOf, R: ReadRequests, const L: bool>(
+        what: &str,
+        doc: &[u8],
+    ) -> Result<EnvelopeParts> {
+        let e: EnvelopeOf<P, CheckedBlob<L>, R> = json::from_slice(what, doc)?;
+        let b = e.blobs_bundle;
+        let parts = BundleParts {
+            commitments: b.commitments,
+            proofs: b.proofs,
+            blobs: Vec::new(),
+            blob_count: b.blobs.len(),
+        };
+        let requests = e.execution_requests.and_then(ReadRequests::kept);
+        Ok((
+            e.execution_payload.read(),
+            e.block_value,
+            parts,
+            e.should_override_builder,
+            requests,
+        ))
+    }
+    use alloy_eips::eip7685::Requests;
+    use serde::de::IgnoredAny;
+    match (m.latest_fork().has_block_access_list(), m.has_requests()) {
+        (false, false) => read::<ExecutionPayloadV3, IgnoredAny, LEFT_OUT>(what, doc),
+        (false, true) => read::<ExecutionPayloadV3, Requests, LEFT_OUT>(what, doc),
+        (true, false) => read::<ExecutionPayloadV4, IgnoredAny, LEFT_OUT>(what, doc),
+        (true, true) => read::<ExecutionPayloadV4, Requests, LEFT_OUT>(what, doc),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::method;
+
+    /// The row of `engine_getPayloadV{n}`.
+    fn get_payload(n: u8) -> &'static MethodSpec {
+        method::by_name(&format!("engine_getPayloadV{n}")).unwrap()
+    }
 
     fn doc(blobs: &[&str]) -> String {
         let proof = format!("\"0x{}\"", "cd".repeat(48));
@@ -1054,8 +887,9 @@ mod tests {
             should_override_builder: true,
             execution_requests: requests,
         };
-        let fast =
-            |version, json: Vec<u8>| built_payload_from_json("test", version, &json).unwrap();
+        let fast = |version, json: Vec<u8>| {
+            built_payload_from_json("test", get_payload(version), &json).unwrap()
+        };
         assert_eq!(
             fast(3, serde_json::to_vec(&v3).unwrap()),
             Some(BuiltPayload::V3(v3.clone()))
@@ -1068,90 +902,5 @@ mod tests {
         let mut short = v5;
         short.blobs_bundle.proofs.pop();
         assert_eq!(fast(5, serde_json::to_vec(&short).unwrap()), None);
-    }
-
-    fn entry(seed: u8, version: u8, reorder: bool) -> String {
-        let blob = format!(
-            "\"0x{}\"",
-            format!("{seed:02x}").repeat(schema::BYTES_PER_BLOB)
-        );
-        let proof = |i: usize| format!("\"0x{}\"", format!("{:02x}", i as u8 ^ seed).repeat(48));
-        let proofs = if version == 1 {
-            format!("\"proof\": {}", proof(0))
-        } else {
-            let list: Vec<String> = (0..schema::CELLS_PER_EXT_BLOB).map(proof).collect();
-            format!("\"proofs\":[ {} ]", list.join(","))
-        };
-        if reorder {
-            format!("{{ {proofs} , \"blob\" : {blob} }}")
-        } else {
-            format!("{{\"blob\":{blob},{proofs}}}")
-        }
-    }
-
-    fn serde(version: u8, doc: &str) -> Blobs {
-        match version {
-            1 => Blobs::V1(serde_json::from_str(doc).unwrap()),
-            2 => Blobs::V2(serde_json::from_str(doc).unwrap()),
-            _ => Blobs::V3(serde_json::from_str(doc).unwrap()),
-        }
-    }
-
-    #[test]
-    fn blobs_answers_decode_as_serde_decodes_them() {
-        for version in [1u8, 2, 3] {
-            let mut entries = vec![entry(1, version, false), entry(2, version, true)];
-            if version != 2 {
-                entries.insert(1, "null".into());
-            }
-            let doc = format!(" [ {} ] ", entries.join(" ,\n"));
-            assert_eq!(
-                blobs_from_json(version, doc.as_bytes()),
-                Some(serde(version, &doc)),
-                "V{version}"
-            );
-            assert_eq!(
-                blobs_from_json(version, b"[]"),
-                Some(serde(version, "[]")),
-                "V{version} empty"
-            );
-        }
-        assert_eq!(blobs_from_json(2, b" null "), Some(Blobs::V2(None)));
-        assert_eq!(blobs_from_json(3, b"null"), Some(Blobs::V3(None)));
-    }
-
-    #[test]
-    fn unusual_blobs_answers_fall_back_to_serde() {
-        let good = entry(1, 2, false);
-        let cases = [
-            // A null entry in V2 (all or nothing), an unknown key, a key twice, a short blob,
-            // a missing proof list, trailing bytes, a V1 proof list.
-            format!("[{good},null]"),
-            format!("[{}]", good.replacen("{", "{\"extra\":1,", 1)),
-            format!(
-                "[{}]",
-                good.replacen(
-                    "{",
-                    &format!("{{\"blob\":\"0x{}\",", "00".repeat(schema::BYTES_PER_BLOB)),
-                    1,
-                )
-            ),
-            format!("[{}]", good.replacen("0x0101", "0x01", 1)),
-            format!(
-                "[{}]",
-                good.split(",\"proofs\"").next().unwrap().to_string() + "}"
-            ),
-            format!("[{good}] x"),
-        ];
-        for doc in &cases {
-            assert_eq!(
-                blobs_from_json(2, doc.as_bytes()),
-                None,
-                "{}",
-                &doc[..doc.len().min(80)]
-            );
-        }
-        assert_eq!(blobs_from_json(1, format!("[{good}]").as_bytes()), None);
-        assert_eq!(blobs_from_json(4, b"[]"), None);
     }
 }
