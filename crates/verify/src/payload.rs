@@ -48,64 +48,8 @@ pub fn check_new_payload(np: &NewPayload) -> Result<(), Failure> {
 /// parent beacon block root of its attributes is known (`root`, needed from Cancun on), the
 /// block hash. `Ok(false)`: all passed but the block hash could not be checked.
 pub fn check_built(built: &BuiltPayload, root: Option<B256>) -> Result<bool, Failure> {
-    let payload_and_requests = match built {
-        BuiltPayload::V1(p) => Some(NewPayload::Paris(p.clone())),
-        BuiltPayload::V2(e) => {
-            use alloy_rpc_types_engine::ExecutionPayloadFieldV2;
-            Some(match &e.execution_payload {
-                ExecutionPayloadFieldV2::V1(p) => NewPayload::Paris(p.clone()),
-                ExecutionPayloadFieldV2::V2(p) => NewPayload::Shanghai(p.clone()),
-            })
-        }
-        BuiltPayload::V3(e) => {
-            root.map(|r| NewPayload::Cancun(e.execution_payload.clone(), vec![], r))
-        }
-        BuiltPayload::V4(e) => root.map(|r| {
-            NewPayload::Prague(
-                e.envelope_inner.execution_payload.clone(),
-                vec![],
-                r,
-                e.execution_requests.clone(),
-            )
-        }),
-        BuiltPayload::V5(e) => root.map(|r| {
-            NewPayload::Prague(
-                e.execution_payload.clone(),
-                vec![],
-                r,
-                e.execution_requests.clone(),
-            )
-        }),
-        BuiltPayload::V6(e) => root.map(|r| {
-            NewPayload::Amsterdam(
-                e.execution_payload.clone(),
-                vec![],
-                r,
-                e.execution_requests.clone(),
-            )
-        }),
-    };
-    let v1 = match built {
-        BuiltPayload::V1(p) => p,
-        BuiltPayload::V2(e) => match &e.execution_payload {
-            alloy_rpc_types_engine::ExecutionPayloadFieldV2::V1(p) => p,
-            alloy_rpc_types_engine::ExecutionPayloadFieldV2::V2(p) => &p.payload_inner,
-        },
-        BuiltPayload::V3(e) => &e.execution_payload.payload_inner.payload_inner,
-        BuiltPayload::V4(e) => {
-            &e.envelope_inner
-                .execution_payload
-                .payload_inner
-                .payload_inner
-        }
-        BuiltPayload::V5(e) => &e.execution_payload.payload_inner.payload_inner,
-        BuiltPayload::V6(e) => {
-            &e.execution_payload
-                .payload_inner
-                .payload_inner
-                .payload_inner
-        }
-    };
+    let payload_and_requests = built.to_new_payload(vec![], root);
+    let v1 = built.payload_v1();
     check_transactions(v1)?;
     match payload_and_requests {
         Some(np) => {
