@@ -83,6 +83,8 @@ pub struct Call {
     pub verify_check: Option<String>,
     /// The user's labels.
     pub labels: BTreeMap<String, String>,
+    /// CL client, as the proxy named it.
+    pub cl_client: Option<String>,
 }
 
 /// Which records to read.
@@ -124,7 +126,8 @@ pub fn load(path: &std::path::Path, query: &Query) -> Result<Vec<Call>, ReportEr
     let sql = format!(
         "SELECT source, arrival_unix_us, coalesce(method, '(none)'), transport, {}, status,
                 error_code IS NOT NULL OR status >= 400, total_us, overhead_us, blob_count,
-                el_client, response_bytes, {}, {}, {}, request_bytes, {}, {}, {}, labels
+                el_client, response_bytes, {}, {}, {}, request_bytes, {}, {}, {}, labels,
+                cl_client
          FROM calls
          WHERE arrival_unix_us >= ?1 AND arrival_unix_us < ?2
          ORDER BY arrival_unix_us, seq",
@@ -170,6 +173,7 @@ pub fn load(path: &std::path::Path, query: &Query) -> Result<Vec<Call>, ReportEr
                     verdict: r.get(17)?,
                     verify_check: r.get(18)?,
                     labels: serde_json::from_str(&labels).unwrap_or_default(),
+                    cl_client: r.get(20)?,
                 })
             },
         )
@@ -203,6 +207,7 @@ struct ClickHouseCall {
     labels: String,
     node: String,
     network: String,
+    cl_client: Option<String>,
 }
 
 /// Reads the calls of a ClickHouse database (`sszgate_calls`, every node's). Each call's
@@ -217,7 +222,7 @@ pub fn load_clickhouse(
                 status, isNotNull(error_code) OR status >= 400 AS is_error, total_us, overhead_us,
                 blob_count, el_client, response_bytes, translate_request_us, translate_response_us,
                 upstream_request_bytes, request_bytes, upstream_response_bytes, verdict,
-                verify_check, labels, node, network
+                verify_check, labels, node, network, cl_client
          FROM {db}.sszgate_calls
          WHERE arrival_unix_us >= {} AND arrival_unix_us < {}
          ORDER BY arrival_unix_us, node, seq",
@@ -259,6 +264,7 @@ pub fn load_clickhouse(
                 verdict: r.verdict,
                 verify_check: r.verify_check,
                 labels,
+                cl_client: r.cl_client,
             }
         })
         .collect())
@@ -338,7 +344,7 @@ fn group_of(call: &Call, key: &str) -> String {
 /// label key, or source/mode/transport/el_client); by default the `way` label when the
 /// driver's records carry one, else the transport.
 pub fn build(calls: &[Call], group_by: Option<&str>, source: String) -> Report {
-    let mut sections = vec![per_method(calls)];
+    let mut sections = vec![per_method(calls), clients(calls)];
     let driver: Vec<&Call> = calls.iter().filter(|c| c.source == "driver").collect();
     let key = group_by.map(str::to_string).unwrap_or_else(|| {
         if driver.iter().any(|c| c.labels.contains_key("way")) {
@@ -367,6 +373,39 @@ pub fn build(calls: &[Call], group_by: Option<&str>, source: String) -> Report {
         sections.push(verification(&verified));
     }
     Report { source, sections }
+}
+
+/// Who spoke on the link: calls per CL and EL pair, their errors, first and last seen.
+fn clients(calls: &[Call]) -> Section {
+    let mut groups: BTreeMap<(String, String), Vec<&Call>> = BTreeMap::new();
+    let name = |c: &Option<String>| c.clone().unwrap_or_else(|| "(unknown)".into());
+    for c in calls {
+        groups
+            .entry((name(&c.cl_client), name(&c.el_client)))
+            .or_default()
+            .push(c);
+    }
+    let mut table = Table {
+        headers: strings(&["CL client", "EL client", "calls", "errors", "methods"]),
+        rows: Vec::new(),
+    };
+    for ((cl, el), group) in &groups {
+        let methods: std::collections::BTreeSet<&str> =
+            group.iter().map(|c| c.method.as_str()).collect();
+        table.rows.push(vec![
+            cl.clone(),
+            el.clone(),
+            group.len().to_string(),
+            group.iter().filter(|c| c.error).count().to_string(),
+            methods.into_iter().collect::<Vec<_>>().join(", "),
+        ]);
+    }
+    Section {
+        title: "Clients on the link".into(),
+        note: "Each call's CL (its X-Engine-Client-Version, the ClientVersionV1 it sent, the operator's label or its User-Agent) and EL (asked by the proxy).".into(),
+        table,
+        chart: None,
+    }
 }
 
 fn per_method(calls: &[Call]) -> Section {

@@ -86,6 +86,7 @@ fn figures_are_computed_from_the_records() {
         titles,
         [
             "Calls, errors and latency per method",
+            "Clients on the link",
             "End to end: the latency the CL sees, by way",
             "Proxy overhead by EL client",
             "Proxy overhead by blob count",
@@ -93,7 +94,22 @@ fn figures_are_computed_from_the_records() {
             "Verification verdicts",
         ]
     );
-    let e2e = &report.sections[1].table;
+    let clients = &report.sections[1].table;
+    let counted: usize = clients
+        .rows
+        .iter()
+        .map(|r| r[2].parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(counted, 11, "every call under one pair: {:?}", clients.rows);
+    assert!(
+        clients
+            .rows
+            .iter()
+            .any(|r| r[0] == "(unknown)" && r[1] == "GE/test"),
+        "{:?}",
+        clients.rows
+    );
+    let e2e = &report.sections[2].table;
     assert_eq!(
         e2e.headers,
         [
@@ -115,11 +131,11 @@ fn figures_are_computed_from_the_records() {
     // 4 calls, 90 blobs; p50 by nearest rank (of 100, 200, 300, 720: rank round(1.5) = 2);
     // per blob: the overhead of the blob calls over their blobs.
     assert_eq!(
-        report.sections[2].table.rows,
+        report.sections[3].table.rows,
         [["GE/test", "4", "90", "0.330", "0.300", "0.720", "0.015"]]
     );
     assert_eq!(
-        report.sections[3].table.rows,
+        report.sections[4].table.rows,
         [
             ["6", "3", "10.000", "0.200", "0.300", "0.033"],
             ["72", "1", "100.000", "0.720", "0.720", "0.010"]
@@ -127,7 +143,7 @@ fn figures_are_computed_from_the_records() {
     );
     // CL side 100 + 9 bytes, EL side 250 + 98.
     assert_eq!(
-        report.sections[4].table.rows,
+        report.sections[5].table.rows,
         [[
             "engine_newPayloadV4",
             "1",
@@ -139,7 +155,7 @@ fn figures_are_computed_from_the_records() {
         ]]
     );
     assert_eq!(
-        report.sections[5].table.rows,
+        report.sections[6].table.rows,
         [
             ["engine_getBlobsV2", "failed", "cell-proofs", "1"],
             ["engine_newPayloadV4", "ok", "", "1"]
@@ -158,7 +174,7 @@ fn figures_are_computed_from_the_records() {
     // Another grouping, by a column.
     let by_source = build(&calls, Some("source"), "test".into());
     assert_eq!(
-        by_source.sections[1].title,
+        by_source.sections[2].title,
         "End to end: the latency the CL sees, by source"
     );
 }
