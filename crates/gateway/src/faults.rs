@@ -41,6 +41,9 @@ pub(crate) enum Stage {
 
 /// The control point's stage: the pause, then the first rule whose turn it is.
 pub(crate) async fn stage(mut call: Call, config: &ProxyConfig, recorder: &Recorder) -> Stage {
+    if config.control.idle() {
+        return Stage::Go(call);
+    }
     let name = call.method_name().map(str::to_string);
     let label = name.as_deref().unwrap_or("none");
     match config.control.pass().await {

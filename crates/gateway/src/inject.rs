@@ -237,6 +237,12 @@ impl ControlPoint {
         self.paused.send_replace(None);
     }
 
+    /// True when nothing is paused and no rule is in force: the relay's calls go straight on
+    /// (two atomic reads, no lock, no allocation).
+    pub(crate) fn idle(&self) -> bool {
+        self.in_force.load(Ordering::Relaxed) == 0 && self.paused.borrow().is_none()
+    }
+
     /// The pause in force, if any.
     pub fn paused(&self) -> Option<PauseMode> {
         *self.paused.borrow()
