@@ -145,8 +145,7 @@ impl Chain {
 
     fn log(&self, name: &str) -> String {
         let path = Path::new(self.up["run"].as_str().unwrap()).join(name);
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        text[text.len().saturating_sub(4000)..].to_string()
+        common::log_tail(&path, 64 << 10)
     }
 
     fn jwt(&self) -> String {
@@ -486,14 +485,11 @@ fn a_devnet_with_lodestar_as_its_consensus_client() {
     let started = Instant::now();
     while head() < 8 {
         if started.elapsed() > Duration::from_secs(120) {
-            let log = std::fs::read_to_string(dir.path().join("cl.log")).unwrap_or_default();
+            let log = common::log_tail(&dir.path().join("cl.log"), 4000);
             let _ = Command::new(sszgate)
                 .args(["devnet", "down", "--dir", &d])
                 .status();
-            panic!(
-                "no slot 8 after 120 s: {}",
-                &log[log.len().saturating_sub(3000)..]
-            );
+            panic!("no slot 8 after 120 s: {}", log);
         }
         std::thread::sleep(Duration::from_secs(1));
     }

@@ -314,3 +314,17 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// The last `max` bytes of a log file, as text (empty when there is none): a client's log
+/// grows for as long as it runs, and only its end is of use in a failure message.
+pub(crate) fn log_tail(path: &std::path::Path, max: u64) -> String {
+    use std::io::Seek;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let _ = file.seek(std::io::SeekFrom::Start(len.saturating_sub(max)));
+    let mut tail = Vec::new();
+    let _ = file.take(max).read_to_end(&mut tail);
+    String::from_utf8_lossy(&tail).into_owned()
+}
