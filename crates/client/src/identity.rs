@@ -27,8 +27,15 @@ pub fn client_version_request() -> Vec<u8> {
 pub fn read_client_version(answer: &[u8]) -> Option<String> {
     let result = scan::envelope(answer)?.result?;
     let entries: Vec<serde_json::Value> = serde_json::from_slice(result).ok()?;
-    let first = entries.first()?;
-    let field = |k: &str| first.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+    describe(entries.first()?)
+}
+
+/// A `ClientVersionV1` object as `code/name/version/commit` (`?` for a missing field); `None`
+/// when `version` is not an object. The one place a client's version is written for a record,
+/// whether the EL answered it or the CL sent it.
+pub fn describe(version: &serde_json::Value) -> Option<String> {
+    let version = version.as_object()?;
+    let field = |k: &str| version.get(k).and_then(|v| v.as_str()).unwrap_or("?");
     Some(format!(
         "{}/{}/{}/{}",
         field("code"),

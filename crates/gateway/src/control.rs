@@ -23,6 +23,7 @@ use hyper_util::{
     server::conn::auto,
 };
 use sszgate_record::Recorder;
+use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
 use crate::{
@@ -231,10 +232,5 @@ fn authorized(headers: &http::HeaderMap, token: Option<&str>) -> bool {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
-}
-
-/// Compares two secrets in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+        .is_some_and(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
 }

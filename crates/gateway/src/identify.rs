@@ -88,15 +88,7 @@ pub(crate) fn from_head(
 /// `code/name/version/commit` (`?` for a missing field); `None` when the params hold none.
 pub(crate) fn from_client_version_params(params: &[u8]) -> Option<String> {
     let params: Vec<serde_json::Value> = serde_json::from_slice(params).ok()?;
-    let own = params.first()?.as_object()?;
-    let field = |k: &str| own.get(k).and_then(|v| v.as_str()).unwrap_or("?");
-    let who = format!(
-        "{}/{}/{}/{}",
-        field("code"),
-        field("name"),
-        field("version"),
-        field("commit")
-    );
+    let who = sszgate_client::identity::describe(params.first()?)?;
     Some(bounded(&who))
 }
 
