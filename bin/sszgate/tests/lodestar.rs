@@ -331,27 +331,15 @@ fn lodestar_over_a_rest_ssz_link_bridged_both_ways_to_geth() {
         cl.len(),
         el.len()
     );
-    for row in &cl {
-        assert_eq!(
-            row[..3],
-            [
-                Some("json-rpc".into()),
+    for (rows, transport) in [(&cl, "json-rpc"), (&el, "rest-ssz")] {
+        for row in rows {
+            let expected = [
+                Some(transport.into()),
                 Some("bridge".into()),
-                Some("VALID".into())
-            ],
-            "{row:?}"
-        );
-    }
-    for row in &el {
-        assert_eq!(
-            row[..3],
-            [
-                Some("rest-ssz".into()),
-                Some("bridge".into()),
-                Some("VALID".into())
-            ],
-            "{row:?}"
-        );
+                Some("VALID".into()),
+            ];
+            assert_eq!(row[..3], expected, "{row:?}");
+        }
     }
     for hash in &hashes {
         assert!(
