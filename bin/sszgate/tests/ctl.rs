@@ -37,7 +37,16 @@ fn rules_and_pauses_are_set_from_the_command_line() {
         "content-type: application/json\r\n",
         Arc::new(answer.clone()),
     );
-    let proxy = start_proxy_under(&[], el.addr, &["--control-token".into(), TOKEN.into()]);
+    let proxy = start_proxy_under(
+        &[],
+        el.addr,
+        &[
+            "--control-token".into(),
+            TOKEN.into(),
+            "--store".into(),
+            "none".into(),
+        ],
+    );
     let _guard = KillOnDrop::of(&proxy);
     let call = || {
         request(
