@@ -65,6 +65,60 @@ impl FixedAnchors {
         self.number(number)
     }
 
+    /// Anchors taken on trust from SSZ beacon blocks stored in `dir` as a recording names
+    /// them (`eth_v2_beacon_blocks_<root>.ssz`); `latest` is the parent of the block stored as
+    /// `eth_v2_beacon_blocks_head.ssz` (what colibri's recordings prove for `latest`), when
+    /// there is one. Each block's root is recomputed from its bytes, not read from the name.
+    /// For replaying recorded data and for pinning blocks a user already trusts.
+    pub fn from_recorded_blocks(
+        spec: &sszgate_light::ChainSpec,
+        dir: &std::path::Path,
+    ) -> Result<FixedAnchors, String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut fixed = FixedAnchors::new();
+        let mut head_parent = None;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name
+                .strip_prefix("eth_v2_beacon_blocks_")
+                .and_then(|rest| rest.strip_suffix(".ssz"))
+            else {
+                continue;
+            };
+            let bytes = std::fs::read(entry.path()).map_err(|e| format!("{name}: {e}"))?;
+            let block = sszgate_light::block::AnyBlock::from_ssz(spec, &bytes)
+                .map_err(|e| format!("{name}: {e}"))?
+                .summary();
+            if id == "head" {
+                head_parent = Some(block.header.parent_root);
+                continue;
+            }
+            fixed = fixed.with(Anchor {
+                slot: block.header.slot,
+                beacon_root: block.root,
+                number: block.execution_number,
+                hash: block.execution_hash,
+                trust: sszgate_light::Trust::Finalized,
+            });
+        }
+        let latest = head_parent.and_then(|parent| {
+            fixed
+                .by_number
+                .values()
+                .find(|a| a.beacon_root == parent)
+                .map(|a| a.number)
+        });
+        Ok(match latest {
+            Some(n) => fixed.tag(BlockRef::Latest, n),
+            None => fixed,
+        })
+    }
+
+    /// Every anchor, by block number.
+    pub fn anchors(&self) -> impl Iterator<Item = &Anchor> {
+        self.by_number.values()
+    }
+
     fn number(&self, n: u64) -> Result<Anchor, AnchorError> {
         self.by_number
             .get(&n)

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use ssz::Decode;
 use sszgate_engine::ssz::{Field, Ty, fields};
 use sszgate_fixtures::replay::{Answer, Replay};
-use sszgate_rpc::{Anchor, BlockRef, Config, FixedAnchors, Server, Trust, serve};
+use sszgate_rpc::{Anchor, Config, FixedAnchors, Server, serve};
 
 /// The recorded cases (`shared/data/colibri/`).
 pub(crate) fn cases_dir() -> PathBuf {
@@ -84,43 +84,16 @@ pub(crate) fn beacon_block_facts(bytes: &[u8]) -> (u64, B256, u64, B256) {
     )
 }
 
-/// Anchors from a case's recorded beacon blocks named by root; `latest` is the head block's
-/// parent (what colibri proves for `latest`) when the recording has the head block.
+/// Anchors from a case's recorded beacon blocks ([`FixedAnchors::from_recorded_blocks`]),
+/// and the list of them by number.
 pub(crate) fn anchors_of(case: &str) -> (FixedAnchors, Vec<Anchor>) {
-    let dir = cases_dir().join(case);
-    let mut anchors = Vec::new();
-    let mut head_parent = None;
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("eth_v2_beacon_blocks_") else {
-            continue;
-        };
-        let Some(id) = rest.strip_suffix(".ssz") else {
-            continue;
-        };
-        let bytes = std::fs::read(entry.path()).unwrap();
-        let (slot, parent, number, hash) = beacon_block_facts(&bytes);
-        if id == "head" {
-            head_parent = Some(parent);
-        } else if let Ok(beacon_root) = id.parse::<B256>() {
-            anchors.push(Anchor {
-                slot,
-                beacon_root,
-                number,
-                hash,
-                trust: Trust::Finalized,
-            });
-        }
-    }
-    anchors.sort_by_key(|a| a.number);
-    let mut fixed = FixedAnchors::new();
-    for a in &anchors {
-        fixed = fixed.with(*a);
-    }
-    if let Some(latest) = head_parent.and_then(|p| anchors.iter().find(|a| a.beacon_root == p)) {
-        fixed = fixed.tag(BlockRef::Latest, latest.number);
-    }
-    (fixed, anchors)
+    let fixed = FixedAnchors::from_recorded_blocks(
+        &sszgate_light::ChainSpec::mainnet(),
+        &cases_dir().join(case),
+    )
+    .unwrap();
+    let list = fixed.anchors().copied().collect();
+    (fixed, list)
 }
 
 /// A replay server of `case` (answers replaced by `answers`) and a verified RPC server

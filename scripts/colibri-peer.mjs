@@ -1,0 +1,104 @@
+// colibri.stateless (its npm WASM package) as a peer that `sszgate bench rpc` and the agreement
+// test drive over stdin/stdout, one JSON object a line each way, so its timings are taken in
+// the same run as sszgate's and interleaved with them.
+//
+// Every upstream request colibri makes is answered only from the recorded case's files (the
+// same file naming as colibri's own tests); with no server configured, nothing can reach the
+// network. Storage (trusted state, sync-committee keys) is read from the case directory and
+// written to memory only.
+//
+// Requests:
+//   {"op":"prove","case":DIR,"method":M,"params":P}             -> {"ok":true,"ms":T,"size":N}
+//   {"op":"verify","case":DIR,"method":M,"params":P,"fresh":B,
+//    "proof":FILE?,"checkpoint":ROOT?}                             -> {"ok":true,"ms":T,"result":R}
+// `verify` checks the proof last made by `prove` for that case (or FILE); `fresh` starts from a
+// new client and empty memory (cold), otherwise the previous client is reused (warm).
+// Errors answer {"ok":false,"error":"..."}.
+//
+// usage: COLIBRI_PKG=<dir of @corpus-core/colibri-stateless> node scripts/colibri-peer.mjs
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+
+const PKG = process.env.COLIBRI_PKG;
+if (!PKG) {
+  console.error('COLIBRI_PKG is not set: the directory of @corpus-core/colibri-stateless');
+  process.exit(2);
+}
+const { default: C4Client } = await import(path.join(PKG, 'index.js'));
+
+// colibri's mock-file name of an upstream request (its tests' rule).
+function mockname(req) {
+  let s = '';
+  if (req.url) s = req.url;
+  else if (req.payload) {
+    const p = typeof req.payload === 'string' ? JSON.parse(req.payload) : req.payload;
+    s = p.method + (p.params || []).map(a => '_' + (typeof a === 'string' ? a : JSON.stringify(a))).join('');
+  }
+  s = s.replace(/[\/\.,\s:=\?"&\[\]\{\}]/g, '_');
+  if (s.length > 100) s = s.slice(0, 100);
+  return s + '.' + req.encoding;
+}
+
+let caseDir = null;
+let memory = new Map();
+await C4Client.register_storage({
+  get: (k) => {
+    if (memory.has(k)) return memory.get(k);
+    const p = caseDir && path.join(caseDir, k);
+    return p && fs.existsSync(p) ? fs.readFileSync(p) : null;
+  },
+  set: (k, v) => { memory.set(k, new Uint8Array(v)); },
+  del: (k) => { memory.delete(k); },
+});
+
+const cache = {
+  cacheable: () => true,
+  get: (req) => {
+    const p = path.join(caseDir, mockname(req));
+    return fs.existsSync(p) ? fs.readFileSync(p) : null;
+  },
+  set: () => {},
+};
+
+function client(checkpoint) {
+  const conf = { chainId: 1, rpcs: [], beacon_apis: [], prover: [], checkpointz: [], cache, warningHandler: async () => {} };
+  if (checkpoint) conf.trusted_checkpoint = checkpoint;
+  return new C4Client(conf);
+}
+
+const proofs = new Map();
+let warm = null;
+
+async function handle(req) {
+  if (caseDir !== req.case) { caseDir = req.case; memory = new Map(); warm = null; }
+  if (req.op === 'prove') {
+    const c = client(req.checkpoint);
+    const t = performance.now();
+    const proof = await c.createProof(req.method, req.params);
+    const ms = performance.now() - t;
+    proofs.set(req.case, proof);
+    return { ok: true, ms, size: proof.length };
+  }
+  if (req.op === 'verify') {
+    const proof = req.proof ? new Uint8Array(fs.readFileSync(req.proof)) : proofs.get(req.case);
+    if (!proof) return { ok: false, error: 'no proof: prove the case first or name a file' };
+    if (req.fresh || !warm) { memory = new Map(); warm = client(req.checkpoint); }
+    const t = performance.now();
+    const result = await warm.verifyProof(req.method, req.params, proof);
+    return { ok: true, ms: performance.now() - t, result };
+  }
+  return { ok: false, error: `unknown op ${req.op}` };
+}
+
+const lines = readline.createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  let answer;
+  try {
+    answer = await handle(JSON.parse(line));
+  } catch (e) {
+    answer = { ok: false, error: String((e && e.message) || e) };
+  }
+  process.stdout.write(JSON.stringify(answer) + '\n');
+}
