@@ -11,12 +11,14 @@
 //! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
 //! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
 //! proven state), `verifier` (the methods),
-//! `server` (HTTP, batches, metrics), `error`.
+//! `server` (HTTP, batches, metrics), `error`, `colibri` (comparing an answer with colibri's
+//! rendering of it).
 
 mod anchors;
 mod blobs;
 mod blocks;
 mod call;
+pub mod colibri;
 mod error;
 mod params;
 mod receipts;
