@@ -8,11 +8,12 @@
 // written to memory only.
 //
 // Requests:
-//   {"op":"prove","case":DIR,"method":M,"params":P}             -> {"ok":true,"ms":T,"size":N}
+//   {"op":"prove","case":DIR,"method":M,"params":P,"save":FILE?} -> {"ok":true,"ms":T,"size":N}
 //   {"op":"verify","case":DIR,"method":M,"params":P,"fresh":B,
 //    "proof":FILE?,"checkpoint":ROOT?}                             -> {"ok":true,"ms":T,"result":R}
 // `verify` checks the proof last made by `prove` for that case (or FILE); `fresh` starts from a
-// new client and empty memory (cold), otherwise the previous client is reused (warm).
+// new client and empty memory, otherwise the previous client is reused (warm). The WASM module
+// keeps state of its own across clients, so a cold verification is one in a new process.
 // Errors answer {"ok":false,"error":"..."}.
 //
 // usage: COLIBRI_PKG=<dir of @corpus-core/colibri-stateless> node scripts/colibri-peer.mjs
@@ -78,6 +79,7 @@ async function handle(req) {
     const proof = await c.createProof(req.method, req.params);
     const ms = performance.now() - t;
     proofs.set(req.case, proof);
+    if (req.save) fs.writeFileSync(req.save, proof);
     return { ok: true, ms, size: proof.length };
   }
   if (req.op === 'verify') {

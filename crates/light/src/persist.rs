@@ -17,7 +17,8 @@ use crate::spec::ChainSpec;
 use crate::store::{LightClientStore, TrustedHeader};
 use crate::types::{LightClientHeader, SyncCommittee};
 
-/// Largest store file read (two committees in hex are about 100 KB).
+/// Largest store file read (two committees and their uncompressed keys in hex are about
+/// 300 KB).
 pub const MAX_STORE_FILE_BYTES: u64 = 1 << 20;
 /// Format version written in the file.
 const FORMAT_VERSION: u32 = 1;
@@ -38,6 +39,11 @@ struct StoreFile {
     previous_max_active_participants: usize,
     #[serde(default)]
     current_max_active_participants: usize,
+    /// The committees' keys uncompressed (absent in older files: decompressed on load).
+    #[serde(default)]
+    current_keys: Option<String>,
+    #[serde(default)]
+    next_keys: Option<String>,
 }
 
 fn persist_error(path: &Path, detail: impl std::fmt::Display) -> LightError {
@@ -56,6 +62,7 @@ fn from_hex<T: Decode>(path: &Path, field: &str, text: &str) -> Result<T, LightE
 /// Writes the store to `path` (through a temporary file renamed over it, so a crash leaves
 /// either the old or the new file).
 pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
+    let (current_keys, next_keys) = store.uncompressed_keys();
     let file = StoreFile {
         version: FORMAT_VERSION,
         genesis_validators_root: store.spec.genesis_validators_root,
@@ -73,6 +80,8 @@ pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
         safe_participants: store.safe.participants,
         previous_max_active_participants: store.previous_max_active_participants,
         current_max_active_participants: store.current_max_active_participants,
+        current_keys: Some(const_hex::encode_prefixed(current_keys)),
+        next_keys: next_keys.map(const_hex::encode_prefixed),
     };
     let text = serde_json::to_vec_pretty(&file).map_err(|e| persist_error(path, e))?;
     let tmp = path.with_extension("tmp");
@@ -124,6 +133,8 @@ pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, L
         )?),
         None => None,
     };
+    let saved_keys = |text: &Option<String>| text.as_ref().and_then(|t| const_hex::decode(t).ok());
+    let (current_keys, next_keys) = (saved_keys(&file.current_keys), saved_keys(&file.next_keys));
     let mut store = LightClientStore::from_parts(
         spec.clone(),
         from_hex::<LightClientHeader>(path, "finalized_header", &file.finalized_header)?,
@@ -137,6 +148,7 @@ pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, L
             header: from_hex(path, "safe_header", &file.safe_header)?,
             participants: file.safe_participants,
         },
+        [current_keys.as_deref(), next_keys.as_deref()],
     )?;
     store.previous_max_active_participants = file.previous_max_active_participants;
     store.current_max_active_participants = file.current_max_active_participants;

@@ -145,8 +145,10 @@ impl LightClientStore {
         })
     }
 
-    /// Rebuilds a store from saved parts (keys decompressed again; the parts are trusted as
-    /// the store's own earlier state).
+    /// Rebuilds a store from saved parts (the parts are trusted as the store's own earlier
+    /// state). The committees' keys come from `saved_keys` (current, next:
+    /// [`CommitteeKeys::to_uncompressed`]) where given and matching, else are decompressed
+    /// and validated again.
     pub fn from_parts(
         spec: ChainSpec,
         finalized_header: LightClientHeader,
@@ -154,12 +156,18 @@ impl LightClientStore {
         next_sync_committee: Option<SyncCommittee>,
         optimistic: TrustedHeader,
         safe: TrustedHeader,
+        saved_keys: [Option<&[u8]>; 2],
     ) -> Result<Self, LightError> {
         let period = spec.period(finalized_header.beacon.slot);
-        let current_keys = CommitteeKeys::new(&current_sync_committee, period)?;
+        let keys = |committee: &SyncCommittee, period: u64, saved: Option<&[u8]>| {
+            saved
+                .and_then(|bytes| CommitteeKeys::from_uncompressed(committee, period, bytes).ok())
+                .map_or_else(|| CommitteeKeys::new(committee, period), Ok)
+        };
+        let current_keys = keys(&current_sync_committee, period, saved_keys[0])?;
         let next_keys = next_sync_committee
             .as_ref()
-            .map(|c| CommitteeKeys::new(c, period + 1))
+            .map(|c| keys(c, period + 1, saved_keys[1]))
             .transpose()?;
         Ok(LightClientStore {
             spec,
@@ -173,6 +181,14 @@ impl LightClientStore {
             current_keys,
             next_keys,
         })
+    }
+
+    /// The current and next committees' keys uncompressed, for saving with the store.
+    pub fn uncompressed_keys(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        (
+            self.current_keys.to_uncompressed(),
+            self.next_keys.as_ref().map(CommitteeKeys::to_uncompressed),
+        )
     }
 
     /// The committee of the finalized header's period.

@@ -172,6 +172,7 @@ async fn block_before_the_store_period_is_verified_through_parents() {
         None,
         trusted.clone(),
         trusted,
+        [None, None],
     )
     .unwrap();
     assert_eq!(

@@ -68,6 +68,17 @@ fn store_round_trip_resumes_without_resync() {
     )
     .unwrap();
     assert_eq!(anchor.number, 0x1566aae);
+    // The keys were saved uncompressed and came back as the same keys.
+    assert_eq!(loaded.uncompressed_keys(), store.uncompressed_keys());
+    assert!(store.uncompressed_keys().1.is_some(), "the next committee too");
+    // Keys that do not match the committee are not taken: decompressed again instead.
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let keys = file["current_keys"].as_str().unwrap().to_string();
+    file["current_keys"] = format!("{}{}", &keys[..200], &keys[202..]).into();
+    std::fs::write(&path, file.to_string()).unwrap();
+    let reloaded = load(&spec, &path).unwrap().expect("saved store");
+    assert_eq!(reloaded.uncompressed_keys(), store.uncompressed_keys());
 }
 
 #[test]

@@ -38,6 +38,55 @@ enum BenchCommand {
     /// answered within 1 s after, fds or RSS grew past their bounds, an unauthenticated or a
     /// hidden call reached the EL).
     Attack(AttackArgs),
+    /// Verified RPC: sszgate's verifier on every recorded mainnet case, cold and warm, next to
+    /// colibri.stateless's prover and verifier (its npm package, run by node) in the same
+    /// rounds; the BLS sync-aggregate check; the bytes each moves. Exits 1 when the two
+    /// answers of a case differ.
+    Rpc(RpcBenchArgs),
+}
+
+#[derive(Debug, Args)]
+struct RpcBenchArgs {
+    /// The recorded cases (one directory each, with test.json); default:
+    /// ../shared/data/colibri next to the repository.
+    #[arg(long, env = "SSZGATE_RPC_CASES")]
+    cases: Option<PathBuf>,
+    /// colibri.stateless's npm package directory (node_modules/@corpus-core/colibri-stateless);
+    /// without it sszgate is measured alone and the report says so.
+    #[arg(long, env = "SSZGATE_COLIBRI")]
+    colibri: Option<PathBuf>,
+    /// Samples per case and variant.
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
+    /// Only the cases whose name contains this.
+    #[arg(long)]
+    only: Option<String>,
+    #[command(flatten)]
+    out: MarkdownOutArg,
+}
+
+fn rpc(args: RpcBenchArgs) -> Result<()> {
+    if args.rounds == 0 {
+        anyhow::bail!("--rounds must be at least 1");
+    }
+    let cases = args.cases.unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/colibri")
+    });
+    let options = sszgate_bench::rpc::Options {
+        data: cases,
+        colibri: args.colibri,
+        rounds: args.rounds,
+        only: args.only,
+    };
+    let report = sszgate_bench::rpc::run(&options)
+        .map_err(|e| anyhow::anyhow!("bench rpc ({}): {e}", options.data.display()))?;
+    print_report(&report.markdown(), args.out.out.as_deref())?;
+    let differ = report.disagreements();
+    if !differ.is_empty() {
+        let lines: Vec<String> = differ.iter().map(|(c, e)| format!("{c}: {e}")).collect();
+        anyhow::bail!("sszgate and colibri answered differently:\n{}", lines.join("\n"));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -210,6 +259,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Compress(args) => return study(Study::Compress, args),
         BenchCommand::Soak(args) => return soak(args),
         BenchCommand::Attack(args) => return attack(args),
+        BenchCommand::Rpc(args) => return rpc(args),
     };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,
