@@ -78,6 +78,12 @@ async fn fork_header(ctx: &mut Ctx, fcu: &Call) {
         let unknown = fcu.clone().with(FORK_HEADER, name);
         problem(ctx, "fork.unknown", &unknown, &[], Problem::UnsupportedFork).await;
     }
+    if ctx.caps.is_none() {
+        return ctx.sheet.skip(
+            "fork.unsupported",
+            "no capabilities document to say what is claimed",
+        );
+    }
     let claimed = ctx.forks();
     match Fork::ALL.into_iter().find(|f| !claimed.contains(f)) {
         Some(unclaimed) => {

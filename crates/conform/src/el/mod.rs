@@ -236,6 +236,12 @@ pub(crate) fn problem_shape(answer: &Answer) -> Result<String, String> {
     }
 }
 
+/// The `type` of a JSON error body, whatever its media type (which `header.problem` judges).
+pub(crate) fn problem_type(answer: &Answer) -> Option<String> {
+    let body: Value = serde_json::from_slice(&answer.body).ok()?;
+    body["type"].as_str().map(str::to_string)
+}
+
 /// Whether `answer` is `problem` with one of `statuses` (its own status when empty).
 pub(crate) fn expect_problem(
     answer: &Answer,
@@ -247,8 +253,8 @@ pub(crate) fn expect_problem(
     } else {
         statuses.to_vec()
     };
-    let kind = problem_shape(answer).unwrap_or_default();
-    let ok = wanted.contains(&answer.status) && kind == problem.type_uri();
+    let kind = problem_type(answer);
+    let ok = wanted.contains(&answer.status) && kind.as_deref() == Some(problem.type_uri());
     verdict(ok, || answer.describe())
 }
 

@@ -154,8 +154,7 @@ async fn blobs(ctx: &mut Ctx) {
             Err(e) => return ctx.sheet.note("blobs.partial", Err(e)),
         };
         if answer.status == 400
-            && super::problem_shape(&answer).ok().as_deref()
-                == Some(Problem::UnsupportedFork.type_uri())
+            && super::problem_type(&answer).as_deref() == Some(Problem::UnsupportedFork.type_uri())
         {
             continue; // a revision of another fork than the chain's: refused, as it may be
         }
