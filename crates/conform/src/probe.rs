@@ -259,10 +259,10 @@ impl Probe {
             .body(Full::new(call.body.clone()))
             .expect("a request of valid parts");
         *request.headers_mut() = call.headers.clone();
-        if let Some(token) = self.token(call.auth) {
-            if let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) {
-                request.headers_mut().insert(header::AUTHORIZATION, value);
-            }
+        if let Some(token) = self.token(call.auth)
+            && let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}"))
+        {
+            request.headers_mut().insert(header::AUTHORIZATION, value);
         }
         request
     }

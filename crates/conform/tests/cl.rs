@@ -92,11 +92,14 @@ async fn silent_el() -> (String, tokio::task::JoinHandle<()>) {
     (url, task)
 }
 
+/// The requests that break one rule, made from a valid one.
+type Breaking = fn(Call) -> Vec<Call>;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_check_fails_alone_when_the_cl_breaks_its_rule() {
     let secret = JwtSecret::from_hex(&"42".repeat(32)).unwrap();
     let (el, el_task) = silent_el().await;
-    let broken: Vec<(&str, fn(Call) -> Vec<Call>)> = vec![
+    let broken: Vec<(&str, Breaking)> = vec![
         ("cl.route", |c| {
             vec![Call {
                 target: "/engine/v1/no-such".into(),
