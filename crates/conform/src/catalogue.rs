@@ -336,4 +336,32 @@ mod tests {
             assert_eq!(by_id(c.id), Some(*c));
         }
     }
+
+    /// `docs/conformance.md` lists every check with its sentence, as the catalogue has them.
+    #[test]
+    fn the_docs_list_every_check() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/conformance.md");
+        let docs = std::fs::read_to_string(path).unwrap();
+        for table in [markdown_table(&EL_CHECKS), markdown_table(&CL_CHECKS)] {
+            assert!(
+                docs.contains(&table),
+                "docs/conformance.md is out of date; its tables are:\n{table}"
+            );
+        }
+    }
+}
+
+/// `docs/conformance.md`'s table of checks: id, area and the spec sentence, one row each.
+pub fn markdown_table(checks: &[Check]) -> String {
+    let mut out =
+        String::from("| check | area | rule it enforces (engine-rest-ssz.md) |\n|---|---|---|\n");
+    for c in checks {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            c.id,
+            c.area.name(),
+            c.rule.replace('|', "\\|")
+        ));
+    }
+    out
 }

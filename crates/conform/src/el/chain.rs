@@ -134,25 +134,13 @@ async fn fetch(ctx: &mut Ctx, id: PayloadId) -> Option<BuiltPayload> {
     let fork = ctx.fork;
     let m = method::for_fork(Family::GetPayload, fork)?;
     let message = Message::PayloadId(id);
-    let over_json = if ctx.json_rpc {
-        Some(ctx.over_json(m, fork, &message).await)
-    } else {
-        None
-    };
-    let built = match ctx.typed(m, fork, &message).await {
-        Ok((_, Message::BuiltPayload(b))) => b,
-        Ok((_, other)) => {
-            ctx.sheet.note(
-                "payloads.get",
-                Err(format!("not a built payload: {:?}", other.kind())),
-            );
-            return None;
-        }
-        Err(e) => {
-            ctx.sheet.note("payloads.get", Err(e));
-            return None;
-        }
-    };
+    let over_json = ctx.json_twin(m, fork, &message).await;
+    let built = ctx
+        .typed_as("payloads.get", (m, fork, &message), |a| match a {
+            Message::BuiltPayload(b) => Some(b),
+            _ => None,
+        })
+        .await?;
     let p = built.payload_v1();
     ctx.sheet.note(
         "payloads.get",
@@ -183,30 +171,21 @@ async fn import(ctx: &mut Ctx, built: &BuiltPayload, root: B256) -> bool {
         return false;
     };
     let message = Message::NewPayload(import);
-    let status = match ctx.typed(m, fork, &message).await {
-        Ok((_, Message::PayloadStatus(s))) => s,
-        Ok((_, other)) => {
-            ctx.sheet.note(
-                "payloads.submit",
-                Err(format!("not a payload status: {:?}", other.kind())),
-            );
-            return false;
-        }
-        Err(e) => {
-            ctx.sheet.note("payloads.submit", Err(e));
-            return false;
-        }
+    let Some(status) = ctx
+        .typed_as("payloads.submit", (m, fork, &message), |a| match a {
+            Message::PayloadStatus(s) => Some(s),
+            _ => None,
+        })
+        .await
+    else {
+        return false;
     };
     let valid = status.status == PayloadStatusEnum::Valid;
     ctx.sheet.note(
         "payloads.submit",
         super::verdict(valid, || format!("HTTP 200, {:?}", status.status)),
     );
-    let over_json = if ctx.json_rpc {
-        Some(ctx.over_json(m, fork, &message).await)
-    } else {
-        None
-    };
+    let over_json = ctx.json_twin(m, fork, &message).await;
     compare(ctx, "eq.submit", &Message::PayloadStatus(status), over_json);
     valid
 }
@@ -220,11 +199,7 @@ async fn make_head(ctx: &mut Ctx, hash: B256) {
     let message = Message::Forkchoice(forkchoice(hash, None));
     match ctx.typed(m, fork, &message).await {
         Ok((_, answer)) => {
-            let over_json = if ctx.json_rpc {
-                Some(ctx.over_json(m, fork, &message).await)
-            } else {
-                None
-            };
+            let over_json = ctx.json_twin(m, fork, &message).await;
             compare(ctx, "eq.forkchoice", &answer, over_json);
         }
         Err(e) => ctx.sheet.note("forkchoice.each-fork", Err(e)),

@@ -175,6 +175,41 @@ impl Ctx {
             .map_err(|e| format!("{}: {e}", m.name))
     }
 
+    /// [`Ctx::typed`] for an answer of one kind (`pick` returns it): the failure, or an
+    /// answer of another kind, is noted against check `id`.
+    pub(crate) async fn typed_as<T>(
+        &mut self,
+        id: &'static str,
+        (m, fork, message): (&'static MethodSpec, Fork, &Message),
+        pick: impl FnOnce(Message) -> Option<T>,
+    ) -> Option<T> {
+        let failure = match self.typed(m, fork, message).await {
+            Ok((_, answer)) => {
+                let kind = answer.kind();
+                match pick(answer) {
+                    Some(value) => return Some(value),
+                    None => format!("a {kind:?} answer where {:?} was expected", m.response),
+                }
+            }
+            Err(e) => e,
+        };
+        self.sheet.note(id, Err(failure));
+        None
+    }
+
+    /// The same call over JSON-RPC, when the server speaks it (`None` otherwise).
+    pub(crate) async fn json_twin(
+        &mut self,
+        m: &'static MethodSpec,
+        fork: Fork,
+        message: &Message,
+    ) -> Option<Result<Message, String>> {
+        if !self.json_rpc {
+            return None;
+        }
+        Some(self.over_json(m, fork, message).await)
+    }
+
     /// The header checks on one answer: the success `Content-Type` of hot-path resources,
     /// `Cache-Control: no-store` on payload retrieval, problem+json on errors.
     fn observe(&mut self, call: &Call, answer: &Answer) {

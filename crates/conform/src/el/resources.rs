@@ -92,11 +92,7 @@ async fn bodies_by_hash(ctx: &mut Ctx, fork: Fork, head: B256) {
         }),
     );
     if fork == ctx.fork {
-        let over_json = if ctx.json_rpc {
-            Some(ctx.over_json(m, fork, &message).await)
-        } else {
-            None
-        };
+        let over_json = ctx.json_twin(m, fork, &message).await;
         compare(ctx, "eq.bodies-hash", &answer, over_json);
     }
 }
@@ -117,11 +113,7 @@ async fn bodies_by_range(ctx: &mut Ctx, head: u64) {
     let available = availability(&answer);
     let ok = available == [true];
     ctx.sheet.note("bodies.range", verdict(ok, || format!("from={head}&count=4 with {head} the head: available {available:?}, one entry expected")));
-    let over_json = if ctx.json_rpc {
-        Some(ctx.over_json(m, fork, &message).await)
-    } else {
-        None
-    };
+    let over_json = ctx.json_twin(m, fork, &message).await;
     compare(ctx, "eq.bodies-range", &answer, over_json);
 }
 
@@ -185,11 +177,7 @@ async fn blobs(ctx: &mut Ctx) {
         ctx.sheet.note(id, check);
         if !compared && let Ok(Ok(rest)) = decoded {
             compared = true;
-            let over_json = if ctx.json_rpc {
-                Some(ctx.over_json(m, m.latest_fork(), &request).await)
-            } else {
-                None
-            };
+            let over_json = ctx.json_twin(m, m.latest_fork(), &request).await;
             compare(ctx, "eq.blobs", &rest, over_json);
         }
     }
