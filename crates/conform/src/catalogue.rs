@@ -323,6 +323,21 @@ pub fn by_id(id: &str) -> Option<&'static Check> {
         .find(|c| c.id == id)
 }
 
+/// `docs/conformance.md`'s table of checks: id, area and the spec sentence, one row each.
+pub fn markdown_table(checks: &[Check]) -> String {
+    let mut out =
+        String::from("| check | area | rule it enforces (engine-rest-ssz.md) |\n|---|---|---|\n");
+    for c in checks {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            c.id,
+            c.area.name(),
+            c.rule.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,19 +364,4 @@ mod tests {
             );
         }
     }
-}
-
-/// `docs/conformance.md`'s table of checks: id, area and the spec sentence, one row each.
-pub fn markdown_table(checks: &[Check]) -> String {
-    let mut out =
-        String::from("| check | area | rule it enforces (engine-rest-ssz.md) |\n|---|---|---|\n");
-    for c in checks {
-        out.push_str(&format!(
-            "| `{}` | {} | {} |\n",
-            c.id,
-            c.area.name(),
-            c.rule.replace('|', "\\|")
-        ));
-    }
-    out
 }
