@@ -199,6 +199,26 @@ fn judge(state: &State, method: &str, target: &str, headers: &HeaderMap, body: &
     if route.resource.is_json() {
         return false;
     }
+    judge_hot(state, &mut sheet, &route, (method, &line), headers, body)
+}
+
+/// The checks of a hot-path request: `Accept`, the fork header, `Content-Type`, the
+/// container, one forkchoice at a time; true for a `POST /forkchoice`.
+fn judge_hot(
+    state: &State,
+    sheet: &mut Sheet,
+    route: &Route,
+    (method, line): (&str, &str),
+    headers: &HeaderMap,
+    body: &[u8],
+) -> bool {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
     let accept = text(header::ACCEPT.as_str());
     sheet.note(
         "cl.accept",
