@@ -4,6 +4,7 @@
 //! Engine API logic. Errors are printed with their whole chain and exit code 1; usage errors
 //! exit 2 (clap's); a closed stdout (`sszgate … | head`) is not an error.
 
+mod conform;
 mod convert;
 mod ctl;
 mod drive;
@@ -40,7 +41,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(after_help = "\
-Operator commands (proxy, ctl, rpc, drive, convert, methods, verify, report) work with the
+Operator commands (proxy, ctl, rpc, conform, drive, convert, methods, verify, report) work with the
 clients you run; lab commands (demo, devnet, bench) start clients and proxies of their own.
 Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.")]
 struct Cli {
@@ -79,6 +80,9 @@ enum Command {
     /// method (delay, error, status, drop, corrupt), pause and resume forwarding.
     #[command(display_order = 7)]
     Ctl(ctl::CtlArgs),
+    /// Check REST-SSZ conformance: an EL's server (`el`), or the requests of a CL (`cl`).
+    #[command(display_order = 9)]
+    Conform(conform::ConformArgs),
 
     // Lab commands (`lab`): clients, proxies and fake ELs of their own.
     /// [lab] The first run: a geth devnet, 20 blocks with blobs driven over REST-SSZ via the
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
         Command::Methods => convert::print_methods(),
         Command::Ctl(args) => ctl::run(args),
         Command::Rpc(args) => rpc::run(args),
+        Command::Conform(args) => conform::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

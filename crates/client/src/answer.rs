@@ -64,7 +64,7 @@ where
 }
 
 /// An error and its causes, `: `-separated.
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -274,7 +274,7 @@ pub async fn read_head(eth: &EthRpc) -> Result<Head, DriveError> {
 
 /// Payload attributes for block `number` at `timestamp`, and the parent beacon block root they
 /// carry: prevRandao and the root are hashes of the number; one withdrawal per block.
-fn attributes(fork: Fork, number: u64, timestamp: u64) -> (PayloadAttributes, B256) {
+pub fn attributes(fork: Fork, number: u64, timestamp: u64) -> (PayloadAttributes, B256) {
     let beacon_root = keccak256(format!("sszgate beacon root {number}"));
     let attributes = PayloadAttributes {
         timestamp,
@@ -294,7 +294,7 @@ fn attributes(fork: Fork, number: u64, timestamp: u64) -> (PayloadAttributes, B2
 }
 
 /// forkchoiceUpdated params: `head` as head, safe and finalized, and the attributes (if any).
-fn forkchoice(head: B256, attributes: Option<PayloadAttributes>) -> Forkchoice {
+pub fn forkchoice(head: B256, attributes: Option<PayloadAttributes>) -> Forkchoice {
     Forkchoice {
         state: ForkchoiceState {
             head_block_hash: head,

@@ -6,13 +6,16 @@
 //! and non-decreasing, every list against its limit, every fixed field against its size, and a
 //! failure names the field path and the absolute byte offset (`payload.transactions[3]` at byte
 //! 1234). The same walk can locate a field without decoding anything, which is what metadata
-//! extraction needs. Encoding and decoding proper live in [`crate::message`].
+//! extraction needs; [`path_at`] names the field a byte falls in. Encoding and decoding
+//! proper live in [`crate::message`].
 
 mod encode;
+mod locate;
 mod schema;
 mod validate;
 
 pub(crate) use encode::{SszField, encode_container};
+pub use locate::path_at;
 pub use schema::*;
 pub(crate) use validate::container_fields;
 pub use validate::{SszError, SszProblem, fields, validate};

@@ -588,3 +588,28 @@ pub fn blobs_response(revision: u8) -> &'static Ty {
         _ => &BLOBS_V4_RESPONSE,
     }
 }
+
+/// The SSZ container of a message `kind` of `method` under `fork` (`None` for the messages
+/// with no SSZ body: a payload id or a range travels in the URL, capabilities and identity are
+/// JSON). The one place a message kind is matched to its schema for callers outside the codec.
+pub fn of_message(
+    method: &crate::MethodSpec,
+    kind: crate::MessageKind,
+    fork: Fork,
+) -> Option<&'static Ty> {
+    use crate::MessageKind as K;
+    Some(match kind {
+        K::NewPayload => payload_envelope(fork),
+        K::PayloadStatus => &PAYLOAD_STATUS,
+        K::Forkchoice => forkchoice_update(fork),
+        K::ForkchoiceResponse => &FORKCHOICE_RESPONSE,
+        K::BuiltPayload => built_payload(fork),
+        K::BodiesByHashRequest => &BODIES_BY_HASH_REQUEST,
+        K::Bodies => bodies_response(fork),
+        K::BlobsRequest => blobs_request(method.version),
+        K::Blobs => blobs_response(method.version),
+        K::PayloadId | K::BodiesByRangeRequest | K::Capabilities | K::ClientVersion => {
+            return None;
+        }
+    })
+}
