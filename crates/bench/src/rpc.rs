@@ -305,7 +305,11 @@ impl ColibriPeer {
             .map_err(|e| format!("colibri peer answered {:?}: {e}", line.get(..200)))?;
         match answer["ok"].as_bool() {
             Some(true) => Ok(answer),
-            _ => Err(format!("colibri: {} (asked {})", answer["error"], request.get(..300).unwrap_or(request))),
+            _ => Err(format!(
+                "colibri: {} (asked {})",
+                answer["error"],
+                request.get(..300).unwrap_or(request)
+            )),
         }
     }
 
@@ -568,17 +572,6 @@ fn cell(s: Option<&Summary>) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::one_line;
-
-    #[test]
-    fn one_line_keeps_strings_and_key_order() {
-        let text = "[\n  {\"to\": \"0xA b\",\n   \"data\": \"q\\\" x\"},\n  true\n]";
-        assert_eq!(one_line(text), r#"[{"to":"0xA b","data":"q\" x"},true]"#);
-    }
-}
-
 impl Report {
     /// The report as Markdown: the timing table, the sizes table, the BLS rows, the machine.
     pub fn markdown(&self) -> String {
@@ -638,5 +631,16 @@ impl Report {
                 _ => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn one_line_keeps_strings_and_key_order() {
+        let text = "[\n  {\"to\": \"0xA b\",\n   \"data\": \"q\\\" x\"},\n  true\n]";
+        assert_eq!(one_line(text), r#"[{"to":"0xA b","data":"q\" x"},true]"#);
     }
 }
