@@ -70,7 +70,10 @@ fn store_round_trip_resumes_without_resync() {
     assert_eq!(anchor.number, 0x1566aae);
     // The keys were saved uncompressed and came back as the same keys.
     assert_eq!(loaded.uncompressed_keys(), store.uncompressed_keys());
-    assert!(store.uncompressed_keys().1.is_some(), "the next committee too");
+    assert!(
+        store.uncompressed_keys().1.is_some(),
+        "the next committee too"
+    );
     // Keys that do not match the committee are not taken: decompressed again instead.
     let mut file: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

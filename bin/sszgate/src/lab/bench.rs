@@ -84,7 +84,10 @@ fn rpc(args: RpcBenchArgs) -> Result<()> {
     let differ = report.disagreements();
     if !differ.is_empty() {
         let lines: Vec<String> = differ.iter().map(|(c, e)| format!("{c}: {e}")).collect();
-        anyhow::bail!("sszgate and colibri answered differently:\n{}", lines.join("\n"));
+        anyhow::bail!(
+            "sszgate and colibri answered differently:\n{}",
+            lines.join("\n")
+        );
     }
     Ok(())
 }
