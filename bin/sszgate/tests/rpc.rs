@@ -182,3 +182,57 @@ async fn a_forged_update_stops_it_with_the_check_named() {
         "{err}"
     );
 }
+
+/// colibri.stateless's npm package (`SSZGATE_COLIBRI`), or `None` with a loud message; under
+/// `CI=true` its absence fails the test.
+fn colibri() -> Option<String> {
+    match std::env::var("SSZGATE_COLIBRI") {
+        Ok(dir) if Path::new(&dir).join("index.js").is_file() => Some(dir),
+        _ => {
+            let install = "npm install --prefix DIR @corpus-core/colibri-stateless@1.1.19, then SSZGATE_COLIBRI=DIR/node_modules/@corpus-core/colibri-stateless";
+            let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            assert!(!in_ci, "colibri's package is missing under CI: {install}");
+            eprintln!("!!! SKIPPED: colibri's package not found ({install})");
+            None
+        }
+    }
+}
+
+/// An independent verifier: colibri's own prover and verifier (its npm package, offline)
+/// prove and verify every recorded case, and sszgate's verifier answers each the same
+/// (`sszgate bench rpc` exits 1 on any difference; one round here).
+#[test]
+fn colibri_and_sszgate_agree_on_every_recorded_case() {
+    let Some(package) = colibri() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("bench-rpc.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_sszgate"))
+        .args(["bench", "rpc", "--rounds", "1", "--colibri", &package])
+        .arg("--cases")
+        .arg(data())
+        .arg("--out")
+        .arg(&report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    let cases: Vec<String> = std::fs::read_dir(data())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("test.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(cases.len(), 18, "the recorded cases");
+    for case in &cases {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| {case} | eth_")))
+            .unwrap_or_else(|| panic!("{case}: no row in\n{text}"));
+        assert!(row.ends_with("| yes |"), "{case}: {row}");
+        // colibri ran: its cells hold times, not dashes.
+        assert!(!row.contains("| — |"), "{case}: {row}");
+    }
+}
