@@ -108,6 +108,28 @@ impl Senders {
     pub fn addresses(&self) -> (Address, Address) {
         (self.transfers.address(), self.blobs.address())
     }
+
+    /// An EIP-1559 transaction from the transfers account, signed (100 gwei fee cap, 1 gwei
+    /// tip): a call of `to` with `input`, or a contract creation when `to` is `None`.
+    pub fn sign_call(
+        &self,
+        chain_id: u64,
+        nonce: u64,
+        to: Option<Address>,
+        value: U256,
+        input: Bytes,
+        gas_limit: u64,
+    ) -> PreparedTx {
+        let call = Call {
+            chain_id,
+            nonce,
+            to,
+            value,
+            input,
+            gas_limit,
+        };
+        call.sign(&self.transfers)
+    }
 }
 
 /// How many transactions of each kind go into every block.
@@ -312,22 +334,15 @@ impl Load {
     fn transfer(&mut self) -> PreparedTx {
         let nonce = self.transfers.nonce;
         self.transfers.nonce += 1;
-        let tx = TxEip1559 {
+        let call = Call {
             chain_id: self.chain_id,
             nonce,
-            gas_limit: 21_000,
-            max_fee_per_gas: 100 * GWEI,
-            max_priority_fee_per_gas: GWEI,
-            to: TxKind::Call(recipient(nonce)),
+            to: Some(recipient(nonce)),
             value: U256::from(GWEI),
-            ..TxEip1559::default()
+            input: Bytes::new(),
+            gas_limit: 21_000,
         };
-        let (raw, hash) = sign(&self.transfers.signer, tx);
-        PreparedTx {
-            hash,
-            raw,
-            versioned_hashes: Vec::new(),
-        }
+        call.sign(&self.transfers.signer)
     }
 
     fn blob_tx(&mut self) -> PreparedTx {
@@ -377,6 +392,38 @@ impl Load {
             raw,
             hash,
             versioned_hashes,
+        }
+    }
+}
+
+/// An EIP-1559 call or creation (100 gwei fee cap, 1 gwei tip).
+struct Call {
+    chain_id: u64,
+    nonce: u64,
+    to: Option<Address>,
+    value: U256,
+    input: Bytes,
+    gas_limit: u64,
+}
+
+impl Call {
+    fn sign(self, signer: &PrivateKeySigner) -> PreparedTx {
+        let tx = TxEip1559 {
+            chain_id: self.chain_id,
+            nonce: self.nonce,
+            gas_limit: self.gas_limit,
+            max_fee_per_gas: 100 * GWEI,
+            max_priority_fee_per_gas: GWEI,
+            to: self.to.map_or(TxKind::Create, TxKind::Call),
+            value: self.value,
+            input: self.input,
+            ..TxEip1559::default()
+        };
+        let (raw, hash) = sign(signer, tx);
+        PreparedTx {
+            raw,
+            hash,
+            versioned_hashes: Vec::new(),
         }
     }
 }

@@ -315,6 +315,17 @@ fn check_mainnet_preset(spec: &Value) -> Result<(), LightError> {
             return Err(LightError::Config { field: key });
         }
     }
+    // A pre-release Electra (e.g. Lodestar v1.22: 1) hashes its blocks' execution requests
+    // with another list limit than the final spec's 2: such blocks cannot be bound to their
+    // roots here, so only light-client headers anchor execution blocks on that chain.
+    if let Some(limit) = config_u64(spec, "MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD")
+        && limit != 2
+    {
+        tracing::warn!(
+            limit,
+            "the beacon node's MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD is {limit}, not the final Electra spec's 2: its Electra blocks' roots will not match, and execution blocks are anchored only through light-client headers and parent hashes"
+        );
+    }
     Ok(())
 }
 

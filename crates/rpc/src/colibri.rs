@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 
 /// Keys the standard answer carries that colibri's rendering leaves out (colibri-proofs §11:
 /// no `requestsHash`; EIP-1186's `address`; a receipt's `contractAddress` when null; a blob
-/// transaction's `maxFeePerBlobGas`; a block's `size`).
+/// transaction's `maxFeePerBlobGas`; a block's `size`; a log's `blockTimestamp`, which geth
+/// answers with since 1.16).
 const STANDARD_ONLY: &[&str] = &[
     "size",
+    "blockTimestamp",
     "requestsHash",
     "address",
     "contractAddress",

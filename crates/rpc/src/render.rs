@@ -53,7 +53,7 @@ fn tx_object(block: &VerifiedBlock, index: usize) -> Result<Transaction, RpcErro
             tx.envelope
                 .effective_gas_price(block.header.base_fee_per_gas),
         ),
-        block_timestamp: None,
+        block_timestamp: Some(block.header.timestamp),
     })
 }
 
@@ -145,7 +145,7 @@ fn logs_of(
             inner,
             block_hash: Some(block.anchor.hash),
             block_number: Some(block.anchor.number),
-            block_timestamp: None,
+            block_timestamp: Some(block.header.timestamp),
             transaction_hash: Some(tx_hash),
             transaction_index: Some(i as u64),
             log_index: Some(log_index),

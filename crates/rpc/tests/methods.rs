@@ -34,6 +34,16 @@ async fn block_receipts_equal_the_nodes_receipts() {
         let node = node.as_array().unwrap();
         assert_eq!(ours.len(), node.len(), "{case}");
         for (i, (mine, theirs)) in ours.iter().zip(node).enumerate() {
+            // The recording's node did not yet answer a log's `blockTimestamp` (geth 1.16 on
+            // does); ours is the verified header's timestamp.
+            let mut mine = mine.clone();
+            for log in mine["logs"].as_array_mut().unwrap() {
+                let ts = log.as_object_mut().unwrap().remove("blockTimestamp");
+                assert!(
+                    ts.is_some(),
+                    "{case} receipt {i}: a log without its block's time"
+                );
+            }
             let mine = mine.as_object().unwrap();
             for (key, value) in theirs.as_object().unwrap() {
                 let m = mine.get(key).cloned().unwrap_or(Value::Null);

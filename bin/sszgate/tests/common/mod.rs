@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub(crate) mod chain;
+pub(crate) mod tamper;
+
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},

@@ -1,0 +1,184 @@
+//! A real consensus client for the binary's tests: Lodestar v1.22 (built from source by
+//! `../shared/tools/lodestar/build.sh`) with geth, started by `up.sh` and stopped by process id
+//! (`down.sh`); and a plain eth_* JSON-RPC call.
+//!
+//! Not here: what the tests check.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+/// One chain at a time in a test binary (a Lodestar takes ~300 MiB and a core).
+pub(crate) static ONE_CHAIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The tools, or `None` (skip locally; a failure under CI).
+pub(crate) fn tools() -> Option<(PathBuf, PathBuf)> {
+    let geth = std::env::var_os("SSZGATE_GETH")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/geth")))
+        .filter(|p| p.exists());
+    let lodestar = std::env::var_os("SSZGATE_LODESTAR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/lodestar-v1.22")))
+        .filter(|p| p.join("packages/cli/bin/lodestar.js").exists());
+    match (geth, lodestar) {
+        (Some(geth), Some(lodestar)) => Some((geth, lodestar)),
+        (geth, lodestar) => {
+            let why = format!("geth: {geth:?}, Lodestar build: {lodestar:?}");
+            let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            assert!(
+                !in_ci,
+                "a real-CL test needs geth and Lodestar under CI ({why}): scripts/install-geth.sh, ../shared/tools/lodestar/build.sh"
+            );
+            eprintln!("\n!!!!!!!! SKIPPED: Lodestar test: {why} !!!!!!!!\n");
+            None
+        }
+    }
+}
+
+pub(crate) fn tool_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/tools/lodestar")
+        .join(name)
+}
+
+/// geth and Lodestar, up (`up.sh`), stopped by process id (`down.sh`) when dropped.
+pub(crate) struct Chain {
+    /// What `up.sh` printed (URLs, pids, the run directory).
+    pub(crate) up: Value,
+    _run: tempfile::TempDir,
+}
+
+impl Chain {
+    /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL (the caller
+    /// starts what listens there at once: a Lodestar that misses its first slots for want of
+    /// an EL falls into "syncing" and proposes nothing).
+    pub(crate) fn up(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
+        Chain::up_with(tools, geth_auth, cl_engine, "minimal", "electra")
+    }
+
+    /// As [`Chain::up`], on the consensus `preset` (`minimal` or `mainnet`) and `fork`
+    /// (`electra` or `deneb`).
+    pub(crate) fn up_with(
+        tools: &(PathBuf, PathBuf),
+        geth_auth: u16,
+        cl_engine: &str,
+        preset: &str,
+        fork: &str,
+    ) -> Chain {
+        let run = tempfile::tempdir().unwrap();
+        let out = Command::new("bash")
+            .arg(tool_script("up.sh"))
+            .env("GETH", &tools.0)
+            .env("LS_BUILD", &tools.1)
+            .env("RUN", run.path())
+            .env("GETH_AUTH_PORT", geth_auth.to_string())
+            .env("CL_ENGINE_URL", cl_engine)
+            .env("PRESET", preset)
+            .env("FORK", fork)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "up.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let up = serde_json::from_slice(&out.stdout).unwrap();
+        Chain { up, _run: run }
+    }
+
+    pub(crate) fn beacon(&self, path: &str) -> Option<Value> {
+        let url = format!("{}{path}", self.up["beacon_rest"].as_str().unwrap());
+        let out = Command::new("curl")
+            .args(["-s", "-m", "5", &url])
+            .output()
+            .ok()?;
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// The head slot now (0 before the first block).
+    pub(crate) fn head(&self) -> u64 {
+        self.beacon("/eth/v1/beacon/headers/head")
+            .and_then(|h| {
+                h["data"]["header"]["message"]["slot"]
+                    .as_str()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap_or(0)
+    }
+
+    /// The head slot, once it reaches `slot` (at most `within`).
+    pub(crate) fn wait_for_slot(&self, slot: u64, within: Duration) -> u64 {
+        let started = Instant::now();
+        loop {
+            let head = self.head();
+            if head >= slot {
+                return head;
+            }
+            assert!(
+                started.elapsed() < within,
+                "the chain is at slot {head}, not {slot}, after {within:?}: {}",
+                self.log("lodestar.log")
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// The execution block hashes of the beacon blocks of slots 1..=head, in order.
+    pub(crate) fn execution_hashes(&self, head: u64) -> Vec<String> {
+        (1..=head)
+            .filter_map(|slot| {
+                let block = self.beacon(&format!("/eth/v2/beacon/blocks/{slot}"))?;
+                let hash = &block["data"]["message"]["body"]["execution_payload"]["block_hash"];
+                hash.as_str().map(str::to_string)
+            })
+            .collect()
+    }
+
+    pub(crate) fn log(&self, name: &str) -> String {
+        let path = Path::new(self.up["run"].as_str().unwrap()).join(name);
+        super::log_tail(&path, 64 << 10)
+    }
+
+    pub(crate) fn jwt(&self) -> String {
+        self.up["jwt"].as_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(tool_script("down.sh"))
+            .arg(self.up["run"].as_str().unwrap_or_default())
+            .status();
+    }
+}
+
+/// An eth_* JSON-RPC call; its `result`, or the whole answer when it has none.
+pub(crate) fn eth(url: &str, method: &str, params: Value) -> Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        .to_string();
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-m",
+            "30",
+            "-H",
+            "content-type: application/json",
+            "-d",
+            &body,
+            url,
+        ])
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    match answer.get("result") {
+        Some(result) => result.clone(),
+        None => answer,
+    }
+}
