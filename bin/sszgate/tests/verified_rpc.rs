@@ -198,6 +198,8 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     );
     assert!(ahead["error"]["code"].as_i64().is_some(), "{ahead}");
 
+    light_client_metrics_are_served(&url, head);
+
     let el = TamperRelay::start(&geth);
     let cl = TamperRelay::start(&beacon);
     let (mut lied_to, listen) = start_rpc(&el.url, &cl.url, &checkpoint, dir.path(), "lied-to");
@@ -209,6 +211,11 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     let lied_url = format!("http://{listen}");
     let head = verified_head(&lied_url, block);
     every_lie_is_caught(&el, &cl, &lied_url, &geth, contract, &hashes, block, head);
+    let failed = metric(
+        &lied_url,
+        "sszgate_rpc_checks_failed_total{method=\"eth_getBalance\",check=\"account_proof\"}",
+    );
+    assert_eq!(failed, Some(2.0), "a changed balance and a short proof");
     a_forged_sync_committee_signature_stops_the_light_client(
         &beacon,
         &geth,
@@ -308,6 +315,38 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
         _ if a == b => None,
         _ => Some(format!("{path}: ours {a}, geth's {b}")),
     }
+}
+
+/// The value of the sample named exactly `name` in `url`'s `/metrics`.
+fn metric(url: &str, name: &str) -> Option<f64> {
+    let out = Command::new("curl")
+        .args(["-s", "-m", "10", &format!("{url}/metrics")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+}
+
+/// The light client's standing is in the metrics: its optimistic header at or past the
+/// block `head` came from, a few slots behind the clock at most, and the verified requests
+/// counted.
+fn light_client_metrics_are_served(url: &str, head: u64) {
+    let optimistic = metric(url, "sszgate_rpc_light_slot{header=\"optimistic\"}").unwrap();
+    let current = metric(url, "sszgate_rpc_light_slot{header=\"current\"}").unwrap();
+    let lag = metric(url, "sszgate_rpc_light_lag_slots").unwrap();
+    // Slots 1-4 of up.sh's chain are empty: block n is at slot n + 4.
+    assert!(
+        optimistic >= head as f64,
+        "optimistic slot {optimistic}, block {head}"
+    );
+    assert_eq!(lag, current - optimistic);
+    assert!(lag < 10.0, "the light client lags {lag} slots");
+    let verified = metric(
+        url,
+        "sszgate_rpc_requests_total{method=\"eth_getBalance\",outcome=\"verified\"}",
+    );
+    assert!(verified >= Some(2.0), "{verified:?}");
 }
 
 /// A JSON value's quantity plus one, as a quantity.

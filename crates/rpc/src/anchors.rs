@@ -18,6 +18,12 @@ use crate::error::AnchorError;
 pub trait AnchorSource: Send + Sync + 'static {
     /// The anchor of `r`, or why there is none.
     fn anchor(&self, r: BlockRef) -> impl Future<Output = Result<Anchor, AnchorError>> + Send;
+
+    /// Where the source stands (a light client's slots), for metrics; `None` when it has no
+    /// such state.
+    fn status(&self) -> Option<sszgate_light::client::LightStatus> {
+        None
+    }
 }
 
 /// A fixed set of anchors, by number and hash, and which of them the tags name.
@@ -158,5 +164,9 @@ impl<A: sszgate_light::BeaconApi + 'static> AnchorSource for LightAnchors<A> {
             }
             other => AnchorError::Unavailable(other.to_string()),
         })
+    }
+
+    fn status(&self) -> Option<sszgate_light::client::LightStatus> {
+        Some(self.0.status())
     }
 }

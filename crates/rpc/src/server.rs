@@ -1,7 +1,8 @@
 //! The JSON-RPC server (hyper 1, HTTP/1.1 POST): single requests and batches (bounded count
 //! and body size), JSON-RPC error codes, verified answers from the [`Verifier`], methods on
 //! the `allow_unverified` list passed through (logged and counted as such), and
-//! `GET /metrics` (Prometheus text: requests per method and outcome, failures per check).
+//! `GET /metrics` (Prometheus text: requests per method and outcome, failures per check, and
+//! the light client's slots and lag when the anchors come from one).
 //!
 //! Not here: the checks (`verifier`), the command line (the binary's).
 
@@ -156,6 +157,31 @@ impl Metrics {
     }
 }
 
+/// The light client's standing as Prometheus gauges: its header slots, the wall clock's slot,
+/// how far the optimistic header lags it, its period and whether the next committee is known.
+fn light_gauges(s: &sszgate_light::client::LightStatus) -> String {
+    let mut out = String::from(
+        "# HELP sszgate_rpc_light_slot Slot of the light client's headers, and the wall clock's.\n# TYPE sszgate_rpc_light_slot gauge\n",
+    );
+    for (which, slot) in [
+        ("finalized", s.finalized_slot),
+        ("safe", s.safe_slot),
+        ("optimistic", s.optimistic_slot),
+        ("current", s.current_slot),
+    ] {
+        out += &format!("sszgate_rpc_light_slot{{header=\"{which}\"}} {slot}\n");
+    }
+    out += &format!(
+        "# HELP sszgate_rpc_light_lag_slots Slots the optimistic header is behind the wall clock.\n# TYPE sszgate_rpc_light_lag_slots gauge\nsszgate_rpc_light_lag_slots {}\n\
+         # HELP sszgate_rpc_light_period Sync-committee period of the finalized header.\n# TYPE sszgate_rpc_light_period gauge\nsszgate_rpc_light_period {}\n\
+         # HELP sszgate_rpc_light_next_committee_known 1 when the next period's committee is known.\n# TYPE sszgate_rpc_light_next_committee_known gauge\nsszgate_rpc_light_next_committee_known {}\n",
+        s.current_slot.saturating_sub(s.optimistic_slot),
+        s.period,
+        u8::from(s.next_committee_known)
+    );
+    out
+}
+
 fn outcome_label(outcome: &str) -> Option<&'static str> {
     ["verified", "unverified", "refused", "failed", "invalid"]
         .into_iter()
@@ -258,11 +284,11 @@ async fn handle<A: AnchorSource>(
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => {
-            return Ok(reply(
-                StatusCode::OK,
-                "text/plain; version=0.0.4",
-                shared.metrics.render(),
-            ));
+            let mut text = shared.metrics.render();
+            if let Some(status) = shared.verifier.anchors().status() {
+                text += &light_gauges(&status);
+            }
+            return Ok(reply(StatusCode::OK, "text/plain; version=0.0.4", text));
         }
         (&Method::GET, "/health") => return Ok(reply(StatusCode::OK, "text/plain", "ok\n".into())),
         (&Method::POST, _) => {}

@@ -95,6 +95,12 @@ fn hex(n: u64) -> String {
 
 impl<A: AnchorSource> Verifier<A> {
     /// A verifier trusting `anchors` for blocks and `chain_id`, reading from `upstream`.
+    /// The source of trusted blocks.
+    pub fn anchors(&self) -> &A {
+        &self.anchors
+    }
+
+    /// A verifier trusting `anchors`, asking `upstream`, answering for `chain_id`.
     pub fn new(anchors: A, upstream: Upstream, chain_id: u64, limits: Limits) -> Verifier<A> {
         Verifier {
             anchors,
