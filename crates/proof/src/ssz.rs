@@ -61,6 +61,34 @@ macro_rules! container {
                 })
             }
         }
+
+        // Boxed, for union options much larger than their siblings.
+        impl ssz::Encode for Box<$name> {
+            fn is_ssz_fixed_len() -> bool {
+                <$name as ssz::Encode>::is_ssz_fixed_len()
+            }
+            fn ssz_fixed_len() -> usize {
+                <$name as ssz::Encode>::ssz_fixed_len()
+            }
+            fn ssz_bytes_len(&self) -> usize {
+                self.as_ref().ssz_bytes_len()
+            }
+            fn ssz_append(&self, buf: &mut Vec<u8>) {
+                self.as_ref().ssz_append(buf)
+            }
+        }
+
+        impl ssz::Decode for Box<$name> {
+            fn is_ssz_fixed_len() -> bool {
+                <$name as ssz::Decode>::is_ssz_fixed_len()
+            }
+            fn ssz_fixed_len() -> usize {
+                <$name as ssz::Decode>::ssz_fixed_len()
+            }
+            fn from_ssz_bytes(bytes: &[u8]) -> Result<Self, ssz::DecodeError> {
+                <$name as ssz::Decode>::from_ssz_bytes(bytes).map(Box::new)
+            }
+        }
     };
 }
 

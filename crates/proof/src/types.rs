@@ -57,7 +57,7 @@ union! {
         /// A number.
         Value(U256) = 3,
         /// A receipt (eth_getTransactionReceipt).
-        Receipt(EthReceiptData) = 5,
+        Receipt(Box<EthReceiptData>) = 5,
         /// Logs (eth_getLogs).
         Logs(VariableList<Log, U1024>) = 6,
     }
@@ -69,23 +69,23 @@ union! {
         /// No proof (local methods).
         None = 0,
         /// Account methods.
-        Account(AccountProof) = 1,
+        Account(Box<AccountProof>) = 1,
         /// eth_getTransactionBy*.
-        Transaction(TransactionProof) = 2,
+        Transaction(Box<TransactionProof>) = 2,
         /// eth_getTransactionReceipt.
-        Receipt(ReceiptProof) = 3,
+        Receipt(Box<ReceiptProof>) = 3,
         /// eth_getLogs.
         Logs(VariableList<LogsBlock, N256>) = 4,
         /// eth_call.
-        Call(CallProof) = 5,
+        Call(Box<CallProof>) = 5,
         /// Input of colibri's zk sync circuit (decoded, not verified here).
-        Sync(SyncProof) = 6,
+        Sync(Box<SyncProof>) = 6,
         /// eth_getBlockBy*.
-        Block(BlockProof) = 7,
+        Block(Box<BlockProof>) = 7,
         /// eth_blockNumber.
-        BlockNumber(BlockNumberProof) = 8,
+        BlockNumber(Box<BlockNumberProof>) = 8,
         /// A signed block-hash witness (decoded, not verified here).
-        Witness(WitnessProof) = 9,
+        Witness(Box<WitnessProof>) = 9,
     }
 }
 
@@ -95,7 +95,7 @@ union! {
         /// No sync data.
         None = 0,
         /// Light-client bootstrap and updates.
-        LightClient(LcSyncData) = 1,
+        LightClient(Box<LcSyncData>) = 1,
     }
 }
 
@@ -144,14 +144,16 @@ container! {
 }
 
 union! {
+    // The signature option, in every proof colibri's prover makes, stays inline.
+    #[allow(clippy::large_enum_variant)]
     /// `HeaderProofUnion` (§3.2): how the data header is tied to a committee signature.
     pub enum HeaderProofUnion {
         /// The child block's sync aggregate, signing the data header itself.
         Signature(SyncAggregate) = 0,
         /// The data header inside a recent state's historical summaries.
-        Historic(HistoricProof) = 1,
+        Historic(Box<HistoricProof>) = 1,
         /// A chain of headers up to a signed one.
-        Headers(HeaderChainProof) = 2,
+        Headers(Box<HeaderChainProof>) = 2,
     }
 }
 
@@ -472,6 +474,9 @@ container! {
 }
 
 union! {
+    // Boxing the light client's containers is not possible here (foreign types); a bootstrap
+    // is decoded once per proof at most.
+    #[allow(clippy::large_enum_variant)]
     /// A light-client bootstrap by fork (§8.1): Deneb is 1, Electra 2.
     pub enum BootstrapUnion {
         /// No bootstrap.
@@ -484,6 +489,7 @@ union! {
 }
 
 union! {
+    #[allow(clippy::large_enum_variant)]
     /// A light-client update by fork (§8.1): Deneb is 0, Electra 1.
     pub enum UpdateUnion {
         /// Deneb.
