@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The vectors' directory.
-pub fn vectors_dir() -> PathBuf {
+pub(crate) fn vectors_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/colibri")
 }
 
 /// Every vector's name, sorted.
-pub fn case_names() -> Vec<String> {
+pub(crate) fn case_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(vectors_dir())
         .expect("testdata/colibri")
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -23,12 +23,48 @@ pub fn case_names() -> Vec<String> {
 }
 
 /// A vector's proof bytes.
-pub fn proof_bytes(case: &str) -> Vec<u8> {
+pub(crate) fn proof_bytes(case: &str) -> Vec<u8> {
     std::fs::read(vectors_dir().join(case).join("proof.ssz")).unwrap()
 }
 
 /// A vector's `expected.json`.
-pub fn expected(case: &str) -> Value {
+pub(crate) fn expected(case: &str) -> Value {
     let text = std::fs::read_to_string(vectors_dir().join(case).join("expected.json")).unwrap();
     serde_json::from_str(&text).unwrap()
+}
+
+/// The trust a vector needs: its committee keys (`sync_committee_<period>.pubkeys`) and, for
+/// the sync-data vectors, its trusted checkpoint.
+pub(crate) fn trust_for(case: &str) -> sszgate_proof::TrustedState {
+    let mut trust = sszgate_proof::TrustedState::new(sszgate_light::ChainSpec::mainnet());
+    let dir = vectors_dir().join(case);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let Some(period) = name
+            .strip_prefix("sync_committee_")
+            .and_then(|n| n.strip_suffix(".pubkeys"))
+        else {
+            continue;
+        };
+        let keys = std::fs::read(dir.join(&name)).unwrap();
+        trust
+            .add_committee_keys(period.parse().unwrap(), &keys)
+            .unwrap();
+    }
+    if let Some(root) = expected(case)["trusted_checkpoint"].as_str() {
+        trust.checkpoint = Some(root.parse().unwrap());
+    }
+    trust
+}
+
+/// Verifies a vector's proof bytes for its own method and params.
+pub(crate) fn verify_vector(case: &str, bytes: &[u8]) -> Result<Value, sszgate_proof::ProofError> {
+    let e = expected(case);
+    let mut trust = trust_for(case);
+    sszgate_proof::verify(
+        bytes,
+        e["method"].as_str().unwrap(),
+        &e["params"],
+        &mut trust,
+    )
 }
