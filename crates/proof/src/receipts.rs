@@ -115,6 +115,20 @@ fn check_receipt_data(
         ),
         ("logsBloom", d.logs_bloom.as_slice() == r.bloom().as_slice()),
         ("logs", d.logs.len() == r.logs().len()),
+        (
+            "gasUsed",
+            p.transaction_index != 0 || d.gas_used == d.cumulative_gas_used,
+        ),
+        (
+            "effectiveGasPrice",
+            tx.envelope
+                .gas_price()
+                .is_none_or(|g| g == u128::from(d.effective_gas_price)),
+        ),
+        (
+            "depositNonce",
+            d.deposit_nonce == 0 && d.deposit_receipt_version == 0,
+        ),
     ];
     if let Some((name, _)) = fields.iter().find(|(_, ok)| !ok) {
         return fail(

@@ -4,8 +4,8 @@
 //!
 //! Sync data is checked as the consensus specs check light-client updates, not as colibri
 //! does (§15 items 4, 5): the committee and domain come from the update's `signature_slot`,
-//! at least 2/3 of the committee must have signed, the attested header's execution branch is
-//! checked too. What does not live here: signatures of proof headers (`header`).
+//! at least 2/3 of the committee must have signed, the attested and finalized headers'
+//! execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
 
 use std::collections::BTreeMap;
 
@@ -210,12 +210,20 @@ impl TrustedState {
             "next_sync_committee_branch",
         )?;
         if u.finality_branch.iter().any(|n| !n.is_zero()) {
+            check_lc_header(&u.finalized_header, "finalized_header").map_err(sync_error)?;
             let finalized = u.finalized_header.beacon.tree_hash_root();
             branch(
                 finalized,
                 &u.finality_branch,
                 fork.finalized_root_gindex(),
                 "finality_branch",
+            )?;
+        } else {
+            // Not a finality update: the specs require the finalized header to be empty.
+            ensure(
+                u.finalized_header == Default::default(),
+                Check::SyncData,
+                || format!("update[{i}]: a finalized header without a finality branch"),
             )?;
         }
         let what = format!("update[{i}]");
