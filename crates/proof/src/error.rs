@@ -78,6 +78,12 @@ pub enum ProofError {
     /// The request's method or parameters are not usable.
     #[error("params: {0}")]
     Params(String),
+    /// An eth_call that reads state or context the proof does not bind.
+    #[error("unprovable: {0}")]
+    Unprovable(String),
+    /// An eth_call that reverted (its data) or halted, over proven state.
+    #[error("execution reverted: {0}")]
+    Reverted(String),
     /// A method, proof or option this verifier does not handle.
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -6,13 +6,14 @@
 //! `trust` (keys per period and the sync data that adds them), `header` (a data header tied to
 //! a signature), `multiproof` (SSZ multiproofs), `patricia` (trie proofs), `params` (request
 //! parameters), `render` (JSON), and one module per method family: `blocks`, `txs`,
-//! `receipts`, `accounts`; `verify` dispatches.
+//! `receipts`, `accounts`, `call`; `verify` dispatches.
 //!
 //! Where sszgate deliberately differs from colibri (the spec's §15) is said in the module that
 //! makes the difference.
 
 pub mod accounts;
 pub mod blocks;
+pub mod call;
 pub mod error;
 pub mod header;
 pub mod multiproof;

@@ -7,9 +7,9 @@
 //! at least 2/3 of the committee must have signed, the attested and finalized headers'
 //! execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use alloy_primitives::B256;
+use alloy_primitives::{B256, Bytes, keccak256};
 use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
 use sszgate_light::bls::CommitteeKeys;
@@ -35,6 +35,8 @@ pub struct TrustedState {
     /// A trusted beacon block root a bootstrap must match.
     pub checkpoint: Option<B256>,
     committees: BTreeMap<u64, CommitteeKeys>,
+    /// Contract code known by its hash, for eth_call proofs that do not ship it.
+    pub codes: HashMap<B256, Bytes>,
 }
 
 fn sync_error(e: impl std::fmt::Display) -> ProofError {
@@ -51,6 +53,7 @@ impl TrustedState {
             spec,
             checkpoint: None,
             committees: BTreeMap::new(),
+            codes: HashMap::new(),
         }
     }
 
@@ -82,6 +85,11 @@ impl TrustedState {
             self.committees.pop_first();
         }
         Ok(())
+    }
+
+    /// Remembers contract code (keyed by its hash) for eth_call proofs that do not ship it.
+    pub fn add_code(&mut self, code: Bytes) {
+        self.codes.insert(keccak256(&code), code);
     }
 
     /// The periods whose keys are known.

@@ -13,7 +13,7 @@ use crate::error::{Check, ProofError, ensure, fail};
 use crate::ssz::describe;
 use crate::trust::TrustedState;
 use crate::types::{C4Request, DataUnion, ProofUnion, SyncDataUnion};
-use crate::{accounts, blocks, receipts, txs};
+use crate::{accounts, blocks, call, receipts, txs};
 
 /// The methods this verifier answers.
 pub const METHODS: [&str; 14] = [
@@ -127,9 +127,7 @@ pub fn verify_request(
         {
             accounts::verify_account(trust, p, data, m, params)
         }
-        (ProofUnion::Call(_), "eth_call") => {
-            Err(ProofError::Unsupported("eth_call re-execution".into()))
-        }
+        (ProofUnion::Call(p), "eth_call") => call::verify_call(trust, p, params),
         (p, m) => fail(
             Check::ProofKind,
             format!("a {} does not answer {m}", proof_name(p)),

@@ -9,11 +9,8 @@ mod common;
 use common::{case_names, expected, proof_bytes, trust_for};
 use serde_json::Value;
 use ssz::Encode;
-use sszgate_proof::types::{DataUnion, ProofUnion, StateBlockUnion};
+use sszgate_proof::types::{CodeUnion, DataUnion, ProofUnion, StateBlockUnion};
 use sszgate_proof::{Check, ProofError, TrustedState, decode, verify};
-
-/// Vectors whose proofs are re-executed calls (not verified yet).
-const CALL_CASES: [&str; 2] = ["eth_call1", "eth_call1_include_code"];
 
 struct Case {
     name: String,
@@ -48,11 +45,7 @@ fn run(c: &Case, bytes: &[u8]) -> Result<Value, ProofError> {
 }
 
 fn cases() -> Vec<Case> {
-    case_names()
-        .iter()
-        .filter(|n| !CALL_CASES.contains(&n.as_str()))
-        .map(|n| case(n))
-        .collect()
+    case_names().iter().map(|n| case(n)).collect()
 }
 
 /// A request with the fields the answer does not depend on zeroed: the version's patch byte,
@@ -283,4 +276,35 @@ fn typed_field_changes_fail_the_check_that_covers_them() {
         _ => unreachable!(),
     });
     assert_eq!(low_participation, Check::Participation);
+}
+
+#[test]
+fn call_code_must_be_known_and_hash_to_the_proven_code_hash() {
+    let shipped = case("eth_call1_include_code");
+    let code_check = mutated(&shipped, |r| match &mut r.proof {
+        ProofUnion::Call(p) => {
+            let with_code = p
+                .accounts
+                .iter_mut()
+                .find(|a| matches!(a.code, CodeUnion::Code(_)))
+                .unwrap();
+            if let CodeUnion::Code(code) = &mut with_code.code {
+                code[0] ^= 1;
+            }
+        }
+        _ => unreachable!(),
+    });
+    assert_eq!(code_check, Check::Code);
+    // Without the code in the proof or known to the verifier, the call cannot run.
+    let not_shipped = case("eth_call1");
+    let mut no_codes = not_shipped.trust.clone();
+    no_codes.codes.clear();
+    let err = verify(
+        &not_shipped.bytes,
+        &not_shipped.method,
+        &not_shipped.params,
+        &mut no_codes,
+    )
+    .unwrap_err();
+    assert!(matches!(err, ProofError::Unprovable(_)), "{err}");
 }

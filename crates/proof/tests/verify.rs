@@ -9,10 +9,7 @@ use serde_json::Value;
 use sszgate_proof::receipts::{UNBOUND_LOG_FIELDS, UNBOUND_RECEIPT_FIELDS};
 
 /// Vectors sszgate does not verify yet, and why.
-const NOT_VERIFIED: &[(&str, &str)] = &[
-    ("eth_call1", "eth_call re-execution"),
-    ("eth_call1_include_code", "eth_call re-execution"),
-];
+const NOT_VERIFIED: &[(&str, &str)] = &[];
 
 /// Removes `fields` from an object (and from each of its `logs`).
 fn without(mut v: Value, fields: &[&str]) -> Value {
