@@ -6,7 +6,8 @@
 //! `trust` (keys per period and the sync data that adds them), `header` (a data header tied to
 //! a signature), `multiproof` (SSZ multiproofs), `patricia` (trie proofs), `params` (request
 //! parameters), `render` (JSON), and one module per method family: `blocks`, `txs`,
-//! `receipts`, `accounts`, `call`; `verify` dispatches.
+//! `receipts`, `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
+//! execution RPC and a Beacon API.
 //!
 //! Where sszgate deliberately differs from colibri (the spec's §15) is said in the module that
 //! makes the difference.
@@ -19,6 +20,7 @@ pub mod header;
 pub mod multiproof;
 pub mod params;
 pub mod patricia;
+pub mod prover;
 pub mod receipts;
 pub mod render;
 pub mod ssz;

@@ -1,0 +1,363 @@
+//! A prover: builds the `C4Request` for one request from an execution RPC and a Beacon API,
+//! with the upstream requests colibri's prover makes (spec §12), so that its proofs equal
+//! colibri's byte for byte where colibri's are correct.
+//!
+//! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash, and the
+//! account methods eth_getBalance, eth_getTransactionCount, eth_getStorageAt, eth_getProof
+//! (block argument a tag, a number or a hash). The signature is always the data block's child's
+//! sync aggregate (`signature_proof`); a child with an empty aggregate is refused rather than
+//! bridged with a header chain. Not here yet: receipts, logs, eth_call, eth_getCode, sync data.
+
+pub mod tree;
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, Bytes};
+use serde_json::{Value, json};
+use ssz::Encode;
+use sszgate_light::block::AnyBlock;
+use sszgate_light::{BeaconApi, ChainSpec, HttpBeaconApi};
+use sszgate_rpc::Upstream;
+
+use crate::multiproof::{BLOCK_HASH, BLOCK_NUMBER, STATE_ROOT, TIMESTAMP, transaction_gindex};
+use crate::params::{self, BlockArg};
+use crate::types::{
+    AccountProof, BigBytes, BlockNumberProof, BlockProof, C4Request, DataUnion,
+    ExecutionPayloadUnion, HeaderProofUnion, ProofUnion, StateBlockUnion, StateProof, StorageProof,
+    SyncDataUnion, TransactionProof,
+};
+use tree::BodyTree;
+
+/// The largest beacon block or JSON answer read.
+const MAX_ANSWER: usize = 64 << 20;
+/// Payload gindex of the whole execution payload in the body.
+const EXECUTION_PAYLOAD: u64 = 25;
+
+/// Why a proof could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    /// The upstream failed or answered something unusable.
+    #[error("upstream: {0}")]
+    Upstream(String),
+    /// The request's parameters.
+    #[error("params: {0}")]
+    Params(String),
+    /// A method or case this prover does not build.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+fn upstream(e: impl std::fmt::Display) -> ProveError {
+    ProveError::Upstream(e.to_string())
+}
+
+/// The two upstreams a prover reads.
+pub struct Prover {
+    execution: Upstream,
+    beacon: HttpBeaconApi,
+    spec: ChainSpec,
+}
+
+/// A data block with the block whose sync aggregate signs it.
+struct Blocks {
+    data: AnyBlock,
+    signing: AnyBlock,
+}
+
+impl Prover {
+    /// A prover over `execution` (JSON-RPC URL) and `beacon` (Beacon API URL) of mainnet.
+    pub fn new(execution: &str, beacon: &str, timeout: Duration) -> Result<Prover, ProveError> {
+        Ok(Prover {
+            execution: Upstream::new(execution, None, timeout, MAX_ANSWER).map_err(upstream)?,
+            beacon: HttpBeaconApi::new(beacon, timeout).map_err(upstream)?,
+            spec: ChainSpec::mainnet(),
+        })
+    }
+
+    async fn block(&self, id: &str) -> Result<AnyBlock, ProveError> {
+        let bytes = self
+            .beacon
+            .get_ssz(&format!("/eth/v2/beacon/blocks/{id}"), MAX_ANSWER)
+            .await
+            .map_err(upstream)?;
+        AnyBlock::from_ssz(&self.spec, &bytes).map_err(upstream)
+    }
+
+    /// `headers?parent_root=`: the root of the child of `parent`.
+    async fn child_root(&self, parent: B256) -> Result<B256, ProveError> {
+        let v = self
+            .beacon
+            .get_json(
+                &format!("/eth/v1/beacon/headers?parent_root={parent}"),
+                MAX_ANSWER,
+            )
+            .await
+            .map_err(upstream)?;
+        v["data"][0]["root"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| upstream(format!("no child of {parent}")))
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Result<Value, ProveError> {
+        self.execution.call(method, params).await.map_err(upstream)
+    }
+
+    /// The parent beacon root named by execution block `id` (a number or hash).
+    async fn parent_beacon_root(&self, method: &str, id: Value) -> Result<B256, ProveError> {
+        let block = self.rpc(method, json!([id, false])).await?;
+        block["parentBeaconBlockRoot"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| upstream(format!("{method}: no parentBeaconBlockRoot")))
+    }
+
+    /// The data block and its signing child for a block argument (§12.1).
+    async fn resolve(&self, block: &BlockArg) -> Result<Blocks, ProveError> {
+        let (data_root, signing_root) = match block {
+            BlockArg::Tag(t) if t == "latest" => {
+                let signing = self.block("head").await?;
+                if signing.summary().sync_aggregate.participants() == 0 {
+                    return Err(ProveError::Unsupported(
+                        "the head block carries no signature".into(),
+                    ));
+                }
+                let data = self
+                    .block(&signing.summary().header.parent_root.to_string())
+                    .await?;
+                return Ok(Blocks { data, signing });
+            }
+            BlockArg::Tag(t) => return Err(ProveError::Unsupported(format!("block tag {t}"))),
+            BlockArg::Number(n) => {
+                let data = self
+                    .parent_beacon_root("eth_getBlockByNumber", json!(format!("{:#x}", n + 1)))
+                    .await?;
+                (data, self.child_root(data).await?)
+            }
+            BlockArg::Hash(h) => {
+                let parent = self
+                    .parent_beacon_root("eth_getBlockByHash", json!(h))
+                    .await?;
+                let data = self.child_root(parent).await?;
+                (data, self.child_root(data).await?)
+            }
+        };
+        let signing = self.block(&signing_root.to_string()).await?;
+        let data = self.block(&data_root.to_string()).await?;
+        Ok(Blocks { data, signing })
+    }
+
+    /// Builds the proof of `method(params)`, SSZ-encoded.
+    pub async fn prove(&self, method: &str, params: &Value) -> Result<Vec<u8>, ProveError> {
+        let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
+        let (data, proof) = match method {
+            "eth_blockNumber" => (DataUnion::None, self.block_number().await?),
+            "eth_getBlockByNumber" | "eth_getBlockByHash" => (
+                DataUnion::None,
+                self.whole_block(&params::block(params, 0).map_err(param_err)?)
+                    .await?,
+            ),
+            "eth_getTransactionByHash" => (
+                DataUnion::None,
+                self.transaction(params::hash(params, 0).map_err(param_err)?)
+                    .await?,
+            ),
+            "eth_getBalance" | "eth_getTransactionCount" | "eth_getStorageAt" | "eth_getProof" => {
+                (DataUnion::None, self.account(method, params).await?)
+            }
+            m => return Err(ProveError::Unsupported(format!("method {m}"))),
+        };
+        let request = C4Request {
+            version: [0, 0, 1, 0].into(),
+            data,
+            proof,
+            sync_data: SyncDataUnion::None,
+        };
+        Ok(request.as_ssz_bytes())
+    }
+
+    async fn block_number(&self) -> Result<ProofUnion, ProveError> {
+        let b = self.resolve(&BlockArg::Tag("latest".into())).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        let p = b.data.execution_payload();
+        Ok(ProofUnion::BlockNumber(Box::new(BlockNumberProof {
+            block_number: p.block_number,
+            timestamp: p.timestamp,
+            proof: nodes(tree.multiproof(&[BLOCK_NUMBER, TIMESTAMP]))?,
+            header,
+            header_proof,
+        })))
+    }
+
+    async fn whole_block(&self, block: &BlockArg) -> Result<ProofUnion, ProveError> {
+        let b = self.resolve(block).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        Ok(ProofUnion::Block(Box::new(BlockProof {
+            execution_payload: ExecutionPayloadUnion::Deneb(b.data.execution_payload().clone()),
+            proof: nodes(tree.multiproof(&[EXECUTION_PAYLOAD]))?,
+            header,
+            header_proof,
+        })))
+    }
+
+    async fn transaction(&self, hash: B256) -> Result<ProofUnion, ProveError> {
+        let tx = self.rpc("eth_getTransactionByHash", json!([hash])).await?;
+        let number = tx["blockNumber"]
+            .as_str()
+            .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok());
+        let index = tx["transactionIndex"]
+            .as_str()
+            .and_then(|n| u32::from_str_radix(n.trim_start_matches("0x"), 16).ok());
+        let (Some(number), Some(index)) = (number, index) else {
+            return Err(upstream(format!(
+                "transaction {hash}: no block number or index"
+            )));
+        };
+        let b = self.resolve(&BlockArg::Number(number)).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        let p = b.data.execution_payload();
+        let raw = p
+            .transactions
+            .get(index as usize)
+            .ok_or_else(|| upstream(format!("block {number} has no transaction {index}")))?;
+        let leaves = [
+            BLOCK_NUMBER,
+            crate::multiproof::BASE_FEE,
+            BLOCK_HASH,
+            transaction_gindex(index),
+        ];
+        Ok(ProofUnion::Transaction(Box::new(TransactionProof {
+            transaction: raw.clone(),
+            transaction_index: index,
+            block_number: p.block_number,
+            block_hash: p.block_hash,
+            base_fee_per_gas: u64::try_from(p.base_fee_per_gas).map_err(upstream)?,
+            proof: nodes(tree.multiproof(&leaves))?,
+            header,
+            header_proof,
+        })))
+    }
+
+    async fn account(&self, method: &str, params: &Value) -> Result<ProofUnion, ProveError> {
+        let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
+        let address: Address = params::address(params, 0).map_err(param_err)?;
+        let keys: Vec<Value> = match method {
+            "eth_getStorageAt" => vec![params::param(params, 1).map_err(param_err)?.clone()],
+            "eth_getProof" => params::param(params, 1)
+                .map_err(param_err)?
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let last = params
+            .as_array()
+            .map_or(1, |a| a.len().saturating_sub(1).max(1));
+        let block = params::block(params, last).map_err(param_err)?;
+        let b = self.resolve(&block).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        let p = b.data.execution_payload();
+        let answer = self
+            .rpc(
+                "eth_getProof",
+                json!([params[0], keys, format!("{:#x}", p.block_number)]),
+            )
+            .await?;
+        let (state_block, mut leaves) = match block {
+            BlockArg::Tag(_) => (StateBlockUnion::None, vec![STATE_ROOT]),
+            BlockArg::Hash(_) => (
+                StateBlockUnion::Hash(p.block_hash),
+                vec![STATE_ROOT, BLOCK_HASH],
+            ),
+            BlockArg::Number(_) => (
+                StateBlockUnion::Number(p.block_number),
+                vec![STATE_ROOT, BLOCK_NUMBER],
+            ),
+        };
+        leaves.sort();
+        Ok(ProofUnion::Account(Box::new(AccountProof {
+            account_proof: node_list(&answer["accountProof"])?,
+            address,
+            storage_proof: storage_proofs(&answer["storageProof"])?,
+            state_proof: StateProof {
+                block: state_block,
+                proof: nodes(tree.multiproof(&leaves))?,
+                header,
+                header_proof,
+            },
+        })))
+    }
+}
+
+/// The data header, its signature and its body's tree.
+fn tie(
+    b: &Blocks,
+) -> Result<
+    (
+        sszgate_light::types::BeaconBlockHeader,
+        HeaderProofUnion,
+        BodyTree,
+    ),
+    ProveError,
+> {
+    let data = b.data.summary();
+    let signing = b.signing.summary();
+    if signing.header.parent_root != data.root {
+        return Err(ProveError::Unsupported(
+            "the signing block is not the data block's child".into(),
+        ));
+    }
+    Ok((
+        data.header,
+        HeaderProofUnion::Signature(signing.sync_aggregate),
+        BodyTree::new(&b.data),
+    ))
+}
+
+fn nodes<N: ssz_types::typenum::Unsigned>(
+    v: Vec<B256>,
+) -> Result<ssz_types::VariableList<B256, N>, ProveError> {
+    ssz_types::VariableList::new(v).map_err(|e| upstream(format!("proof too long: {e:?}")))
+}
+
+/// A JSON list of hex trie nodes.
+fn node_list<N: ssz_types::typenum::Unsigned>(
+    v: &Value,
+) -> Result<ssz_types::VariableList<BigBytes, N>, ProveError> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| upstream("proof nodes are not a list"))?;
+    let parsed = list
+        .iter()
+        .map(|n| {
+            n.as_str()
+                .and_then(|s| s.parse::<Bytes>().ok())
+                .and_then(|b| BigBytes::new(b.to_vec()).ok())
+                .ok_or_else(|| upstream("a proof node is not hex"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    ssz_types::VariableList::new(parsed)
+        .map_err(|e| upstream(format!("too many proof nodes: {e:?}")))
+}
+
+fn storage_proofs<N: ssz_types::typenum::Unsigned>(
+    v: &Value,
+) -> Result<ssz_types::VariableList<StorageProof, N>, ProveError> {
+    let list = v.as_array().cloned().unwrap_or_default();
+    let parsed = list
+        .iter()
+        .map(|s| {
+            let key = s["key"]
+                .as_str()
+                .and_then(|k| params::u256_of(&json!(k)))
+                .map(B256::from)
+                .ok_or_else(|| upstream("a storage key is not hex"))?;
+            Ok(StorageProof {
+                key,
+                proof: node_list(&s["proof"])?,
+            })
+        })
+        .collect::<Result<Vec<_>, ProveError>>()?;
+    ssz_types::VariableList::new(parsed)
+        .map_err(|e| upstream(format!("too many storage proofs: {e:?}")))
+}
