@@ -111,10 +111,10 @@ impl BodyTree {
             .map(|t| t.tree_hash_root())
             .collect();
         let mut tx_layers = vec![layer.clone()];
-        for k in 0..TX_DEPTH as usize {
+        for pad in &zero[..TX_DEPTH as usize] {
             layer = layer
                 .chunks(2)
-                .map(|c| hash_pair(c[0], c.get(1).copied().unwrap_or(zero[k])))
+                .map(|c| hash_pair(c[0], c.get(1).copied().unwrap_or(*pad)))
                 .collect();
             tx_layers.push(layer.clone());
         }
