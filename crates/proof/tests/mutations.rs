@@ -308,3 +308,35 @@ fn call_code_must_be_known_and_hash_to_the_proven_code_hash() {
     .unwrap_err();
     assert!(matches!(err, ProofError::Unprovable(_)), "{err}");
 }
+
+/// The little-endian `u32` at `at`.
+fn offset(bytes: &[u8], at: usize) -> usize {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize
+}
+
+#[test]
+fn inner_union_selectors_without_an_option_are_refused_by_name() {
+    // TransactionProof: the header proof's offset follows 172 fixed bytes of the container.
+    let tx = case("eth_getTransactionByHash1");
+    let proof = offset(&tx.bytes, 8) + 1;
+    let header_proof = proof + offset(&tx.bytes, proof + 172);
+    // AccountProof: the state proof's offset at 28; StateProof: the block union's at 0.
+    let account = case("eth_getBalance1");
+    let proof_a = offset(&account.bytes, 8) + 1;
+    let state_proof = proof_a + offset(&account.bytes, proof_a + 28);
+    let block = state_proof + offset(&account.bytes, state_proof);
+    for (c, at, union, selectors) in [
+        (&tx, header_proof, "HeaderProofUnion", [3u8, 9, 255]),
+        (&account, block, "StateBlockUnion", [3, 4, 128]),
+    ] {
+        for s in selectors {
+            let mut bad = c.bytes.clone();
+            bad[at] = s;
+            let text = run(c, &bad).expect_err("selector").to_string();
+            assert!(
+                text.contains(union) && text.contains(&format!("selector {s}")),
+                "{text}"
+            );
+        }
+    }
+}
