@@ -15,8 +15,8 @@ use sszgate_proof::prover::Prover;
 #[derive(Args, Debug, Clone)]
 pub(crate) struct ProveArgs {
     /// The method (eth_blockNumber, eth_getBlockByNumber, eth_getBlockByHash,
-    /// eth_getTransactionByHash, eth_getBalance, eth_getTransactionCount, eth_getStorageAt,
-    /// eth_getProof).
+    /// eth_getTransactionByHash, eth_getTransactionReceipt, eth_getLogs, eth_getBalance,
+    /// eth_getTransactionCount, eth_getStorageAt, eth_getProof).
     method: String,
     /// Its parameters, one per argument: JSON, or a plain string.
     params: Vec<String>,

@@ -20,11 +20,13 @@ const PROVEN: &[&str] = &[
     "eth_getBalance1",
     "eth_getBlockByHash1",
     "eth_getBlockByNumber_electra",
+    "eth_getLogs1",
     "eth_getProof1",
     "eth_getStorageAt1",
     "eth_getTransactionByHash1",
     "eth_getTransactionByHash_electra",
     "eth_getTransactionCount1",
+    "eth_getTransactionReceipt1",
     "trusted_block1",
 ];
 

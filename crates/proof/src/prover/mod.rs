@@ -2,12 +2,13 @@
 //! with the upstream requests colibri's prover makes (spec §12), so that its proofs equal
 //! colibri's byte for byte where colibri's are correct.
 //!
-//! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash, and the
-//! account methods eth_getBalance, eth_getTransactionCount, eth_getStorageAt, eth_getProof
+//! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash,
+//! eth_getTransactionReceipt, eth_getLogs, and the account methods eth_getBalance, eth_getTransactionCount, eth_getStorageAt, eth_getProof
 //! (block argument a tag, a number or a hash). The signature is always the data block's child's
 //! sync aggregate (`signature_proof`); a child with an empty aggregate is refused rather than
-//! bridged with a header chain. Not here yet: receipts, logs, eth_call, eth_getCode, sync data.
+//! bridged with a header chain. Not here yet: eth_call, eth_getCode, sync data, header chains.
 
+pub mod receipts;
 pub mod tree;
 
 use std::time::Duration;
@@ -19,13 +20,16 @@ use sszgate_light::block::AnyBlock;
 use sszgate_light::{BeaconApi, ChainSpec, HttpBeaconApi};
 use sszgate_rpc::Upstream;
 
-use crate::multiproof::{BLOCK_HASH, BLOCK_NUMBER, STATE_ROOT, TIMESTAMP, transaction_gindex};
+use crate::multiproof::{
+    BLOCK_HASH, BLOCK_NUMBER, RECEIPTS_ROOT, STATE_ROOT, TIMESTAMP, transaction_gindex,
+};
 use crate::params::{self, BlockArg};
 use crate::types::{
     AccountProof, BigBytes, BlockNumberProof, BlockProof, C4Request, DataUnion,
-    ExecutionPayloadUnion, HeaderProofUnion, ProofUnion, StateBlockUnion, StateProof, StorageProof,
-    SyncDataUnion, TransactionProof,
+    ExecutionPayloadUnion, HeaderProofUnion, LogsBlock, LogsTx, ProofUnion, ReceiptProof,
+    StateBlockUnion, StateProof, StorageProof, SyncDataUnion, TransactionProof,
 };
+use ssz_types::VariableList;
 use tree::BodyTree;
 
 /// The largest beacon block or JSON answer read.
@@ -162,6 +166,11 @@ impl Prover {
                 self.transaction(params::hash(params, 0).map_err(param_err)?)
                     .await?,
             ),
+            "eth_getTransactionReceipt" => {
+                self.receipt(params::hash(params, 0).map_err(param_err)?)
+                    .await?
+            }
+            "eth_getLogs" => self.logs(params).await?,
             "eth_getBalance" | "eth_getTransactionCount" | "eth_getStorageAt" | "eth_getProof" => {
                 (DataUnion::None, self.account(method, params).await?)
             }
@@ -200,19 +209,22 @@ impl Prover {
         })))
     }
 
-    async fn transaction(&self, hash: B256) -> Result<ProofUnion, ProveError> {
+    /// Where the node says transaction `hash` is: block number and index.
+    async fn locate(&self, hash: B256) -> Result<(u64, u32), ProveError> {
         let tx = self.rpc("eth_getTransactionByHash", json!([hash])).await?;
-        let number = tx["blockNumber"]
-            .as_str()
-            .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok());
-        let index = tx["transactionIndex"]
-            .as_str()
-            .and_then(|n| u32::from_str_radix(n.trim_start_matches("0x"), 16).ok());
-        let (Some(number), Some(index)) = (number, index) else {
-            return Err(upstream(format!(
-                "transaction {hash}: no block number or index"
-            )));
+        let hex = |k: &str| {
+            tx[k]
+                .as_str()
+                .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok())
         };
+        let index = hex("transactionIndex").and_then(|i| u32::try_from(i).ok());
+        hex("blockNumber")
+            .zip(index)
+            .ok_or_else(|| upstream(format!("transaction {hash}: no block number or index")))
+    }
+
+    async fn transaction(&self, hash: B256) -> Result<ProofUnion, ProveError> {
+        let (number, index) = self.locate(hash).await?;
         let b = self.resolve(&BlockArg::Number(number)).await?;
         let (header, header_proof, tree) = tie(&b)?;
         let p = b.data.execution_payload();
@@ -236,6 +248,113 @@ impl Prover {
             header,
             header_proof,
         })))
+    }
+
+    async fn block_receipts(
+        &self,
+        number: u64,
+    ) -> Result<(Value, receipts::BlockReceipts), ProveError> {
+        let answer = self
+            .rpc("eth_getBlockReceipts", json!([format!("{number:#x}")]))
+            .await?;
+        let receipts = receipts::BlockReceipts::from_json(&answer)?;
+        Ok((answer, receipts))
+    }
+
+    async fn receipt(&self, hash: B256) -> Result<(DataUnion, ProofUnion), ProveError> {
+        let (number, index) = self.locate(hash).await?;
+        let (answer, receipts) = self.block_receipts(number).await?;
+        let b = self.resolve(&BlockArg::Number(number)).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        let p = b.data.execution_payload();
+        let raw = p
+            .transactions
+            .get(index as usize)
+            .ok_or_else(|| upstream(format!("block {number} has no transaction {index}")))?;
+        let leaves = [
+            RECEIPTS_ROOT,
+            BLOCK_NUMBER,
+            BLOCK_HASH,
+            transaction_gindex(index),
+        ];
+        let data = receipts::receipt_data(&answer[index as usize])?;
+        Ok((
+            DataUnion::Receipt(Box::new(data)),
+            ProofUnion::Receipt(Box::new(ReceiptProof {
+                transaction: raw.clone(),
+                transaction_index: index,
+                block_number: p.block_number,
+                block_hash: p.block_hash,
+                receipt_proof: receipts.proof(index as usize)?,
+                block_proof: nodes(tree.multiproof(&leaves))?,
+                header,
+                header_proof,
+            })),
+        ))
+    }
+
+    async fn logs(&self, params: &Value) -> Result<(DataUnion, ProofUnion), ProveError> {
+        let answer = self.rpc("eth_getLogs", params.clone()).await?;
+        let logs = answer
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(receipts::log_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        // Blocks, and transactions in each, in reverse order of first appearance (as colibri).
+        let mut order: Vec<(u64, Vec<u32>)> = Vec::new();
+        for log in &logs {
+            match order.iter_mut().find(|(n, _)| *n == log.block_number) {
+                Some((_, txs)) if !txs.contains(&log.transaction_index) => {
+                    txs.push(log.transaction_index)
+                }
+                Some(_) => {}
+                None => order.push((log.block_number, vec![log.transaction_index])),
+            }
+        }
+        let mut blocks = Vec::with_capacity(order.len());
+        for (number, txs) in order.into_iter().rev() {
+            blocks.push(
+                self.logs_block(number, txs.into_iter().rev().collect())
+                    .await?,
+            );
+        }
+        let data =
+            VariableList::new(logs).map_err(|e| upstream(format!("too many logs: {e:?}")))?;
+        let proof =
+            VariableList::new(blocks).map_err(|e| upstream(format!("too many blocks: {e:?}")))?;
+        Ok((DataUnion::Logs(data), ProofUnion::Logs(proof)))
+    }
+
+    async fn logs_block(&self, number: u64, indices: Vec<u32>) -> Result<LogsBlock, ProveError> {
+        let (_, receipts) = self.block_receipts(number).await?;
+        let b = self.resolve(&BlockArg::Number(number)).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        let p = b.data.execution_payload();
+        let mut leaves = vec![BLOCK_NUMBER, BLOCK_HASH, RECEIPTS_ROOT];
+        let mut txs = Vec::with_capacity(indices.len());
+        for index in indices {
+            let raw = p
+                .transactions
+                .get(index as usize)
+                .ok_or_else(|| upstream(format!("block {number} has no transaction {index}")))?;
+            leaves.push(transaction_gindex(index));
+            txs.push(LogsTx {
+                transaction: raw.clone(),
+                transaction_index: index,
+                proof: receipts.proof(index as usize)?,
+            });
+        }
+        Ok(LogsBlock {
+            block_number: p.block_number,
+            block_hash: p.block_hash,
+            proof: nodes(tree.multiproof(&leaves))?,
+            header,
+            header_proof,
+            txs: VariableList::new(txs)
+                .map_err(|e| upstream(format!("too many transactions: {e:?}")))?,
+        })
     }
 
     async fn account(&self, method: &str, params: &Value) -> Result<ProofUnion, ProveError> {
