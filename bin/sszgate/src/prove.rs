@@ -16,7 +16,7 @@ use sszgate_proof::prover::Prover;
 pub(crate) struct ProveArgs {
     /// The method (eth_blockNumber, eth_getBlockByNumber, eth_getBlockByHash,
     /// eth_getTransactionByHash, eth_getTransactionReceipt, eth_getLogs, eth_getBalance,
-    /// eth_getTransactionCount, eth_getStorageAt, eth_getProof).
+    /// eth_getTransactionCount, eth_getStorageAt, eth_getProof, eth_call).
     method: String,
     /// Its parameters, one per argument: JSON, or a plain string.
     params: Vec<String>,
@@ -26,6 +26,9 @@ pub(crate) struct ProveArgs {
     /// The Beacon API the proof is built from.
     #[arg(long, env = "SSZGATE_PROVE_BEACON", value_name = "URL")]
     beacon: String,
+    /// eth_call: put the code of the accounts the call runs into the proof.
+    #[arg(long)]
+    include_code: bool,
     /// Where to write the proof (`-`: standard output).
     #[arg(long, short, default_value = "-")]
     out: PathBuf,
@@ -45,7 +48,8 @@ pub(crate) fn params(args: &[String]) -> Value {
 
 pub(crate) fn run(args: ProveArgs) -> Result<()> {
     crate::runtime()?.block_on(async {
-        let prover = Prover::new(&args.execution, &args.beacon, args.upstream_timeout)?;
+        let mut prover = Prover::new(&args.execution, &args.beacon, args.upstream_timeout)?;
+        prover.include_code = args.include_code;
         let proof = prover
             .prove(&args.method, &params(&args.params))
             .await

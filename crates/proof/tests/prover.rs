@@ -16,6 +16,8 @@ use sszgate_proof::prover::Prover;
 
 /// The cases whose methods the prover builds.
 const PROVEN: &[&str] = &[
+    "eth_call1",
+    "eth_call1_include_code",
     "eth_blockNumber_electra",
     "eth_getBalance1",
     "eth_getBlockByHash1",
@@ -52,9 +54,12 @@ fn recordings() -> Option<PathBuf> {
 async fn proofs_from_the_recordings_equal_colibris_vectors() {
     let Some(dir) = recordings() else { return };
     for case in PROVEN {
-        let replay = Replay::start(&dir.join(case)).await.unwrap();
-        let prover = Prover::new(&replay.url(), &replay.url(), Duration::from_secs(10)).unwrap();
         let e = expected(case);
+        let recording = case.trim_end_matches("_include_code");
+        let replay = Replay::start(&dir.join(recording)).await.unwrap();
+        let mut prover =
+            Prover::new(&replay.url(), &replay.url(), Duration::from_secs(10)).unwrap();
+        prover.include_code = e["prover_flags"]["include_code"] == true;
         let ours = prover
             .prove(e["method"].as_str().unwrap(), &e["params"])
             .await

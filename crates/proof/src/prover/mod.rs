@@ -3,10 +3,11 @@
 //! colibri's byte for byte where colibri's are correct.
 //!
 //! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash,
-//! eth_getTransactionReceipt, eth_getLogs, and the account methods eth_getBalance, eth_getTransactionCount, eth_getStorageAt, eth_getProof
+//! eth_getTransactionReceipt, eth_getLogs, eth_call, and the account methods eth_getBalance, eth_getTransactionCount, eth_getStorageAt, eth_getProof
 //! (block argument a tag, a number or a hash). The signature is always the data block's child's
 //! sync aggregate (`signature_proof`); a child with an empty aggregate is refused rather than
-//! bridged with a header chain. Not here yet: eth_call, eth_getCode, sync data, header chains.
+//! bridged with a header chain. Not here yet: eth_getCode, sync data, header chains, eth_call with
+//! state overrides.
 
 pub mod receipts;
 pub mod tree;
@@ -25,9 +26,10 @@ use crate::multiproof::{
 };
 use crate::params::{self, BlockArg};
 use crate::types::{
-    AccountProof, BigBytes, BlockNumberProof, BlockProof, C4Request, DataUnion,
-    ExecutionPayloadUnion, HeaderProofUnion, LogsBlock, LogsTx, ProofUnion, ReceiptProof,
-    StateBlockUnion, StateProof, StorageProof, SyncDataUnion, TransactionProof,
+    AccountProof, BigBytes, BlockNumberProof, BlockProof, C4Request, CallProof, CodeUnion,
+    DataUnion, EthCallAccount, ExecutionPayloadUnion, HeaderProofUnion, LogsBlock, LogsTx,
+    ProofUnion, ReceiptProof, StateBlockUnion, StateProof, StorageProof, SyncDataUnion,
+    TransactionProof,
 };
 use ssz_types::VariableList;
 use tree::BodyTree;
@@ -60,6 +62,8 @@ pub struct Prover {
     execution: Upstream,
     beacon: HttpBeaconApi,
     spec: ChainSpec,
+    /// eth_call: ship the code of every account the call runs (colibri's `include_code`).
+    pub include_code: bool,
 }
 
 /// A data block with the block whose sync aggregate signs it.
@@ -75,6 +79,7 @@ impl Prover {
             execution: Upstream::new(execution, None, timeout, MAX_ANSWER).map_err(upstream)?,
             beacon: HttpBeaconApi::new(beacon, timeout).map_err(upstream)?,
             spec: ChainSpec::mainnet(),
+            include_code: false,
         })
     }
 
@@ -171,6 +176,7 @@ impl Prover {
                     .await?
             }
             "eth_getLogs" => self.logs(params).await?,
+            "eth_call" => (DataUnion::None, self.call(params).await?),
             "eth_getBalance" | "eth_getTransactionCount" | "eth_getStorageAt" | "eth_getProof" => {
                 (DataUnion::None, self.account(method, params).await?)
             }
@@ -357,6 +363,76 @@ impl Prover {
         })
     }
 
+    /// eth_call (§12.5): the accounts `debug_traceCall`'s prestate tracer reports (in its
+    /// order: geth sorts them), less the zero address and the fee recipient, each with its
+    /// `eth_getProof`.
+    async fn call(&self, params: &Value) -> Result<ProofUnion, ProveError> {
+        let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
+        let block = params::block(params, 1).map_err(param_err)?;
+        let b = self.resolve(&block).await?;
+        let (header, header_proof, tree) = tie(&b)?;
+        let p = b.data.execution_payload();
+        let number = format!("{:#x}", p.block_number);
+        // The call object as clients write it, `to` and `data` first (JSON values here do not
+        // keep their order; upstreams and recordings may see it).
+        let call = call_text(params::param(params, 0).map_err(param_err)?);
+        let text = format!(r#"[{call},"{number}",{{"tracer":"prestateTracer"}}]"#);
+        let trace = self
+            .execution
+            .call_raw("debug_traceCall", &text)
+            .await
+            .map_err(upstream)?;
+        let prestate = trace
+            .as_object()
+            .ok_or_else(|| upstream("debug_traceCall: not an object"))?;
+        let mut accounts = Vec::with_capacity(prestate.len());
+        for (address, state) in prestate {
+            let a: Address = address
+                .parse()
+                .map_err(|_| upstream(format!("prestate address {address}")))?;
+            if a.is_zero() || a == p.fee_recipient {
+                continue;
+            }
+            let keys: Vec<&String> = state["storage"]
+                .as_object()
+                .map(|s| s.keys().collect())
+                .unwrap_or_default();
+            let answer = self
+                .rpc("eth_getProof", json!([address, keys, number]))
+                .await?;
+            let code = match state["code"].as_str() {
+                None => CodeUnion::Used(false),
+                Some(_) if !self.include_code => CodeUnion::Used(true),
+                Some(hex) => {
+                    let code: Bytes = hex
+                        .parse()
+                        .map_err(|_| upstream(format!("code of {address}")))?;
+                    CodeUnion::Code(
+                        VariableList::new(code.to_vec())
+                            .map_err(|e| upstream(format!("code of {address}: {e:?}")))?,
+                    )
+                }
+            };
+            accounts.push(EthCallAccount {
+                account_proof: node_list(&answer["accountProof"])?,
+                address: a,
+                code,
+                storage_proof: storage_proofs(&answer["storageProof"])?,
+            });
+        }
+        let (state_block, leaves) = state_leaves(&block, p);
+        Ok(ProofUnion::Call(Box::new(CallProof {
+            accounts: VariableList::new(accounts)
+                .map_err(|e| upstream(format!("too many accounts: {e:?}")))?,
+            state_proof: StateProof {
+                block: state_block,
+                proof: nodes(tree.multiproof(&leaves))?,
+                header,
+                header_proof,
+            },
+        })))
+    }
+
     async fn account(&self, method: &str, params: &Value) -> Result<ProofUnion, ProveError> {
         let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
         let address: Address = params::address(params, 0).map_err(param_err)?;
@@ -382,18 +458,7 @@ impl Prover {
                 json!([params[0], keys, format!("{:#x}", p.block_number)]),
             )
             .await?;
-        let (state_block, mut leaves) = match block {
-            BlockArg::Tag(_) => (StateBlockUnion::None, vec![STATE_ROOT]),
-            BlockArg::Hash(_) => (
-                StateBlockUnion::Hash(p.block_hash),
-                vec![STATE_ROOT, BLOCK_HASH],
-            ),
-            BlockArg::Number(_) => (
-                StateBlockUnion::Number(p.block_number),
-                vec![STATE_ROOT, BLOCK_NUMBER],
-            ),
-        };
-        leaves.sort();
+        let (state_block, leaves) = state_leaves(&block, p);
         Ok(ProofUnion::Account(Box::new(AccountProof {
             account_proof: node_list(&answer["accountProof"])?,
             address,
@@ -405,6 +470,40 @@ impl Prover {
                 header_proof,
             },
         })))
+    }
+}
+
+/// A call object as JSON text with `to`, `data`, `input`, `from` first, then the rest.
+fn call_text(call: &Value) -> String {
+    let Some(o) = call.as_object() else {
+        return call.to_string();
+    };
+    const FIRST: [&str; 4] = ["to", "data", "input", "from"];
+    let rest = o.keys().filter(|k| !FIRST.contains(&k.as_str()));
+    let fields: Vec<String> = FIRST
+        .iter()
+        .copied()
+        .chain(rest.map(String::as_str))
+        .filter_map(|k| o.get(k).map(|v| format!("{}:{v}", Value::from(k))))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// The block union of a state proof and the body leaves it proves (§3.3).
+fn state_leaves(
+    block: &BlockArg,
+    p: &sszgate_light::block::ExecutionPayload,
+) -> (StateBlockUnion, Vec<u64>) {
+    match block {
+        BlockArg::Tag(_) => (StateBlockUnion::None, vec![STATE_ROOT]),
+        BlockArg::Hash(_) => (
+            StateBlockUnion::Hash(p.block_hash),
+            vec![STATE_ROOT, BLOCK_HASH],
+        ),
+        BlockArg::Number(_) => (
+            StateBlockUnion::Number(p.block_number),
+            vec![STATE_ROOT, BLOCK_NUMBER],
+        ),
     }
 }
 
@@ -479,4 +578,18 @@ fn storage_proofs<N: ssz_types::typenum::Unsigned>(
         .collect::<Result<Vec<_>, ProveError>>()?;
     ssz_types::VariableList::new(parsed)
         .map_err(|e| upstream(format!("too many storage proofs: {e:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_object_is_written_to_and_data_first() {
+        let call = json!({"value": "0x1", "data": "0x70", "to": "0xab", "gas": "0x10"});
+        assert_eq!(
+            call_text(&call),
+            r#"{"to":"0xab","data":"0x70","gas":"0x10","value":"0x1"}"#
+        );
+    }
 }
