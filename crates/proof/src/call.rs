@@ -266,16 +266,7 @@ fn run(
                 gas_limit: call.gas,
                 ..Default::default()
             })
-            .modify_cfg_chained(|cfg| {
-                cfg.spec = spec;
-                cfg.chain_id = 1;
-                cfg.disable_nonce_check = true;
-                cfg.disable_balance_check = true;
-                cfg.disable_base_fee = true;
-                cfg.disable_fee_charge = true;
-                cfg.disable_block_gas_limit = true;
-                cfg.disable_eip3607 = true;
-            });
+            .modify_cfg_chained(|cfg| sszgate_rpc::eth_call_cfg(cfg, spec, 1));
         let tx = TxEnv {
             caller: call.from,
             gas_limit: call.gas,

@@ -22,7 +22,7 @@ use crate::params::{self, u256_of};
 use crate::patricia;
 use crate::render::{bytes, qty};
 use crate::trust::TrustedState;
-use crate::txs::{Tx, decode_tx, tx_leaf};
+use crate::txs::{Tx, decode_tx, tx_leaf, tx_leaves};
 use crate::types::{BigBytes, EthReceiptData, Log, LogsBlock, LogsTx, ReceiptProof};
 
 /// Receipt fields the proof does not bind (they depend on the other receipts of the block,
@@ -189,15 +189,13 @@ pub fn verify_receipt(
         p.transaction_index,
         "ReceiptProof.receipt_proof",
     )?;
-    let leaves = BTreeMap::from([
-        (RECEIPTS_ROOT, root),
-        (BLOCK_NUMBER, u64_leaf(p.block_number)),
-        (BLOCK_HASH, p.block_hash),
-        (
-            multiproof::transaction_gindex(p.transaction_index),
-            tx_leaf(&p.transaction),
-        ),
-    ]);
+    let mut leaves = tx_leaves(
+        p.block_number,
+        p.block_hash,
+        p.transaction_index,
+        &p.transaction,
+    );
+    leaves.insert(RECEIPTS_ROOT, root);
     multiproof::verify(
         &leaves,
         &p.block_proof,

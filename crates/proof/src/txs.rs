@@ -59,6 +59,15 @@ pub fn tx_leaf(raw: &BigBytes) -> B256 {
     raw.tree_hash_root()
 }
 
+/// The multiproof leaves of a block's number and hash and its transaction `index`.
+pub fn tx_leaves(number: u64, hash: B256, index: u32, raw: &BigBytes) -> BTreeMap<u64, B256> {
+    BTreeMap::from([
+        (BLOCK_NUMBER, u64_leaf(number)),
+        (BLOCK_HASH, hash),
+        (multiproof::transaction_gindex(index), tx_leaf(raw)),
+    ])
+}
+
 /// Where a transaction sits: block hash, number and index.
 #[derive(Debug, Clone, Copy)]
 pub struct Position {
@@ -185,15 +194,13 @@ pub fn verify_transaction(
 ) -> Result<Value, ProofError> {
     let tx = decode_tx(&p.transaction, "TransactionProof.transaction")?;
     check_request(method, params, &tx, p)?;
-    let leaves = BTreeMap::from([
-        (BLOCK_NUMBER, u64_leaf(p.block_number)),
-        (BASE_FEE, u64_leaf(p.base_fee_per_gas)),
-        (BLOCK_HASH, p.block_hash),
-        (
-            multiproof::transaction_gindex(p.transaction_index),
-            tx_leaf(&p.transaction),
-        ),
-    ]);
+    let mut leaves = tx_leaves(
+        p.block_number,
+        p.block_hash,
+        p.transaction_index,
+        &p.transaction,
+    );
+    leaves.insert(BASE_FEE, u64_leaf(p.base_fee_per_gas));
     multiproof::verify(
         &leaves,
         &p.proof,

@@ -234,10 +234,7 @@ impl Prover {
         let b = self.resolve(&BlockArg::Number(number)).await?;
         let (header, header_proof, tree) = tie(&b)?;
         let p = b.data.execution_payload();
-        let raw = p
-            .transactions
-            .get(index as usize)
-            .ok_or_else(|| upstream(format!("block {number} has no transaction {index}")))?;
+        let raw = tx_at(p, index)?;
         let leaves = [
             BLOCK_NUMBER,
             crate::multiproof::BASE_FEE,
@@ -273,10 +270,7 @@ impl Prover {
         let b = self.resolve(&BlockArg::Number(number)).await?;
         let (header, header_proof, tree) = tie(&b)?;
         let p = b.data.execution_payload();
-        let raw = p
-            .transactions
-            .get(index as usize)
-            .ok_or_else(|| upstream(format!("block {number} has no transaction {index}")))?;
+        let raw = tx_at(p, index)?;
         let leaves = [
             RECEIPTS_ROOT,
             BLOCK_NUMBER,
@@ -341,10 +335,7 @@ impl Prover {
         let mut leaves = vec![BLOCK_NUMBER, BLOCK_HASH, RECEIPTS_ROOT];
         let mut txs = Vec::with_capacity(indices.len());
         for index in indices {
-            let raw = p
-                .transactions
-                .get(index as usize)
-                .ok_or_else(|| upstream(format!("block {number} has no transaction {index}")))?;
+            let raw = tx_at(p, index)?;
             leaves.push(transaction_gindex(index));
             txs.push(LogsTx {
                 transaction: raw.clone(),
@@ -487,6 +478,16 @@ fn call_text(call: &Value) -> String {
         .filter_map(|k| o.get(k).map(|v| format!("{}:{v}", Value::from(k))))
         .collect();
     format!("{{{}}}", fields.join(","))
+}
+
+/// Raw transaction `index` of a payload.
+fn tx_at(p: &sszgate_light::block::ExecutionPayload, index: u32) -> Result<&BigBytes, ProveError> {
+    p.transactions.get(index as usize).ok_or_else(|| {
+        upstream(format!(
+            "block {} has no transaction {index}",
+            p.block_number
+        ))
+    })
 }
 
 /// The block union of a state proof and the body leaves it proves (§3.3).

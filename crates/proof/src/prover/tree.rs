@@ -38,6 +38,15 @@ macro_rules! roots {
     ($body:expr, $($f:ident),+) => { vec![$($body.$f.tree_hash_root()),+] };
 }
 
+/// The roots of a body's fields (Deneb's twelve, then a later fork's `extra` ones).
+macro_rules! body_roots {
+    ($body:expr $(, $extra:ident)*) => {
+        roots!($body, randao_reveal, eth1_data, graffiti, proposer_slashings, attester_slashings,
+            attestations, deposits, voluntary_exits, sync_aggregate, execution_payload,
+            bls_to_execution_changes, blob_kzg_commitments $(, $extra)*)
+    };
+}
+
 fn payload_fields(p: &ExecutionPayload) -> Vec<B256> {
     let mut fields = roots!(
         p,
@@ -67,37 +76,8 @@ impl BodyTree {
     /// The tree of `block`'s body.
     pub fn new(block: &AnyBlock) -> BodyTree {
         let mut body_fields = match block {
-            AnyBlock::Deneb(b) => roots!(
-                b.message.body,
-                randao_reveal,
-                eth1_data,
-                graffiti,
-                proposer_slashings,
-                attester_slashings,
-                attestations,
-                deposits,
-                voluntary_exits,
-                sync_aggregate,
-                execution_payload,
-                bls_to_execution_changes,
-                blob_kzg_commitments
-            ),
-            AnyBlock::Electra(b) => roots!(
-                b.message.body,
-                randao_reveal,
-                eth1_data,
-                graffiti,
-                proposer_slashings,
-                attester_slashings,
-                attestations,
-                deposits,
-                voluntary_exits,
-                sync_aggregate,
-                execution_payload,
-                bls_to_execution_changes,
-                blob_kzg_commitments,
-                execution_requests
-            ),
+            AnyBlock::Deneb(b) => body_roots!(b.message.body),
+            AnyBlock::Electra(b) => body_roots!(b.message.body, execution_requests),
         };
         body_fields.resize(16, B256::ZERO);
         let payload = block.execution_payload();
