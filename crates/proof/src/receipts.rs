@@ -354,44 +354,10 @@ pub fn verify_logs(
         )?;
     }
     // Every returned log: a matching, unused log of a proven receipt.
-    let mut used: BTreeMap<(u64, u32), Vec<bool>> = BTreeMap::new();
+    let mut used: Used = BTreeMap::new();
     for (i, log) in logs.iter().enumerate() {
         let what = format!("EthLogs[{i}]");
-        let Some((tx, receipt)) = proven
-            .get(&log.block_number)
-            .and_then(|(_, r)| r.get(&log.transaction_index))
-        else {
-            return fail(
-                Check::ReceiptData,
-                format!(
-                    "{what}: no proven receipt for block {} transaction {}",
-                    log.block_number, log.transaction_index
-                ),
-            );
-        };
-        let block_hash = proven[&log.block_number].0;
-        let flags = used
-            .entry((log.block_number, log.transaction_index))
-            .or_insert_with(|| vec![false; receipt.logs().len()]);
-        let found = receipt.logs().iter().enumerate().position(|(j, l)| {
-            !flags[j]
-                && check_log(
-                    log,
-                    l,
-                    tx,
-                    (block_hash, log.block_number),
-                    log.transaction_index,
-                    &what,
-                )
-                .is_ok()
-        });
-        let Some(j) = found else {
-            return fail(
-                Check::ReceiptData,
-                format!("{what}: equals no (unreturned) log of the proven receipt"),
-            );
-        };
-        flags[j] = true;
+        match_log(&proven, &mut used, log, &what)?;
         ensure(
             filter.matches(&log.address, &log.topics, log.block_number),
             Check::Request,
@@ -402,14 +368,41 @@ pub fn verify_logs(
     Ok(Value::Array(logs.iter().map(render_log).collect()))
 }
 
+/// Proven receipts: by block number, the block hash and the receipts by transaction index.
 type Proven = BTreeMap<u64, (B256, BTreeMap<u32, (Tx, ReceiptEnvelope)>)>;
+/// Which logs of each proven receipt (block number, transaction index) were returned.
+type Used = BTreeMap<(u64, u32), Vec<bool>>;
+
+/// Marks the proven log `log` equals (one not returned before), or fails.
+fn match_log(proven: &Proven, used: &mut Used, log: &Log, what: &str) -> Result<(), ProofError> {
+    let (block, index) = (log.block_number, log.transaction_index);
+    let Some((block_hash, (tx, receipt))) = proven
+        .get(&block)
+        .and_then(|(h, r)| r.get(&index).map(|x| (*h, x)))
+    else {
+        return fail(
+            Check::ReceiptData,
+            format!("{what}: no proven receipt for block {block} transaction {index}"),
+        );
+    };
+    let flags = used
+        .entry((block, index))
+        .or_insert_with(|| vec![false; receipt.logs().len()]);
+    let found = receipt.logs().iter().enumerate().position(|(j, l)| {
+        !flags[j] && check_log(log, l, tx, (block_hash, block), index, what).is_ok()
+    });
+    let Some(j) = found else {
+        return fail(
+            Check::ReceiptData,
+            format!("{what}: equals no (unreturned) log of the proven receipt"),
+        );
+    };
+    flags[j] = true;
+    Ok(())
+}
 
 /// Every log of a proven receipt that matches the filter was returned.
-fn check_complete(
-    proven: &Proven,
-    used: &BTreeMap<(u64, u32), Vec<bool>>,
-    filter: &Filter,
-) -> Result<(), ProofError> {
+fn check_complete(proven: &Proven, used: &Used, filter: &Filter) -> Result<(), ProofError> {
     for (number, (_, receipts)) in proven {
         for (index, (_, receipt)) in receipts {
             for (j, l) in receipt.logs().iter().enumerate() {

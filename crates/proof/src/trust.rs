@@ -14,7 +14,7 @@ use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
 use sszgate_light::bls::CommitteeKeys;
 use sszgate_light::merkle::is_valid_merkle_branch;
-use sszgate_light::spec::{ChainSpec, signing_root};
+use sszgate_light::spec::{ChainSpec, LcFork, signing_root};
 use sszgate_light::store::{LightClientStore, check_lc_header, is_supermajority};
 use sszgate_light::types::{
     BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee,
@@ -176,16 +176,10 @@ impl TrustedState {
             )
         })?;
         let period = spec.period(attested.slot);
-        ensure(
-            spec.period(u.signature_slot) == period,
-            Check::SyncData,
-            || {
-                format!(
-                    "update[{i}]: signed in period {}, attested in {period}",
-                    spec.period(u.signature_slot)
-                )
-            },
-        )?;
+        let signed_in = spec.period(u.signature_slot);
+        ensure(signed_in == period, Check::SyncData, || {
+            format!("update[{i}]: signed in period {signed_in}, attested in {period}")
+        })?;
         let fork = spec.lc_fork(attested.slot).ok_or_else(|| {
             sync_error(format!(
                 "update[{i}]: slot {} is in no light-client fork",
@@ -202,38 +196,7 @@ impl TrustedState {
                 )
             },
         )?;
-        check_lc_header(&u.attested_header, "attested_header").map_err(sync_error)?;
-        let branch = |leaf, nodes: &[B256], gindex, name: &str| {
-            ensure(
-                is_valid_merkle_branch(leaf, nodes, gindex, attested.state_root),
-                Check::SyncData,
-                || format!("update[{i}]: {name} does not lead to the attested state root"),
-            )
-        };
-        let committee_root = u.next_sync_committee.tree_hash_root();
-        branch(
-            committee_root,
-            &u.next_sync_committee_branch,
-            fork.next_sync_committee_gindex(),
-            "next_sync_committee_branch",
-        )?;
-        if u.finality_branch.iter().any(|n| !n.is_zero()) {
-            check_lc_header(&u.finalized_header, "finalized_header").map_err(sync_error)?;
-            let finalized = u.finalized_header.beacon.tree_hash_root();
-            branch(
-                finalized,
-                &u.finality_branch,
-                fork.finalized_root_gindex(),
-                "finality_branch",
-            )?;
-        } else {
-            // Not a finality update: the specs require the finalized header to be empty.
-            ensure(
-                u.finalized_header == Default::default(),
-                Check::SyncData,
-                || format!("update[{i}]: a finalized header without a finality branch"),
-            )?;
-        }
+        check_update_branches(u, fork, i)?;
         let what = format!("update[{i}]");
         self.verify_aggregate(
             attested.tree_hash_root(),
@@ -243,4 +206,46 @@ impl TrustedState {
         )?;
         self.add_committee(period + 1, &u.next_sync_committee)
     }
+}
+
+/// An update's branches: the attested header's execution branch, the next committee's and
+/// (for a finality update) the finalized header's to the attested state root.
+fn check_update_branches<C: Unsigned, F: Unsigned>(
+    u: &LightClientUpdateSsz<C, F>,
+    fork: LcFork,
+    i: usize,
+) -> Result<(), ProofError> {
+    let state_root = u.attested_header.beacon.state_root;
+    check_lc_header(&u.attested_header, "attested_header").map_err(sync_error)?;
+    let branch = |leaf, nodes: &[B256], gindex, name: &str| {
+        ensure(
+            is_valid_merkle_branch(leaf, nodes, gindex, state_root),
+            Check::SyncData,
+            || format!("update[{i}]: {name} does not lead to the attested state root"),
+        )
+    };
+    let committee_root = u.next_sync_committee.tree_hash_root();
+    let committee_gindex = fork.next_sync_committee_gindex();
+    branch(
+        committee_root,
+        &u.next_sync_committee_branch,
+        committee_gindex,
+        "next_sync_committee_branch",
+    )?;
+    if u.finality_branch.iter().all(|n| n.is_zero()) {
+        // Not a finality update: the specs require the finalized header to be empty.
+        return ensure(
+            u.finalized_header == Default::default(),
+            Check::SyncData,
+            || format!("update[{i}]: a finalized header without a finality branch"),
+        );
+    }
+    check_lc_header(&u.finalized_header, "finalized_header").map_err(sync_error)?;
+    let finalized = u.finalized_header.beacon.tree_hash_root();
+    branch(
+        finalized,
+        &u.finality_branch,
+        fork.finalized_root_gindex(),
+        "finality_branch",
+    )
 }

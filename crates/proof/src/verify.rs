@@ -65,22 +65,14 @@ fn proof_name(p: &ProofUnion) -> &'static str {
     }
 }
 
-/// Verifies a decoded request (see [`verify`]).
-pub fn verify_request(
-    request: &C4Request,
-    method: &str,
-    params: &Value,
-    trust: &mut TrustedState,
-) -> Result<Value, ProofError> {
+/// The version, the method, and whether the method uses the data the prover sent.
+fn check_envelope(request: &C4Request, method: &str) -> Result<(), ProofError> {
     let v = request.version;
     ensure(v[0] == 0 && v[1] == 0 && v[2] == 1, Check::Version, || {
         format!("version {v}: chain type 0 (Ethereum) and protocol 0.1 expected")
     })?;
     if !METHODS.contains(&method) {
         return Err(ProofError::Unsupported(format!("method {method}")));
-    }
-    if let SyncDataUnion::LightClient(sync) = &request.sync_data {
-        trust.apply_sync_data(sync)?;
     }
     let data = &request.data;
     let data_ok = matches!(
@@ -92,7 +84,21 @@ pub fn verify_request(
     );
     ensure(data_ok, Check::ProofKind, || {
         format!("data option {} is not what {method} uses", data.selector())
-    })?;
+    })
+}
+
+/// Verifies a decoded request (see [`verify`]).
+pub fn verify_request(
+    request: &C4Request,
+    method: &str,
+    params: &Value,
+    trust: &mut TrustedState,
+) -> Result<Value, ProofError> {
+    check_envelope(request, method)?;
+    if let SyncDataUnion::LightClient(sync) = &request.sync_data {
+        trust.apply_sync_data(sync)?;
+    }
+    let data = &request.data;
     let trust = &*trust;
     match (&request.proof, method) {
         (ProofUnion::BlockNumber(p), "eth_blockNumber") => blocks::verify_block_number(trust, p),
@@ -116,17 +122,14 @@ pub fn verify_request(
             };
             receipts::verify_logs(trust, p, logs, params)
         }
-        (ProofUnion::Account(p), m)
-            if !matches!(m, "eth_call")
-                && m.starts_with("eth_get")
-                && (m.contains("Balance")
-                    || m.contains("Count")
-                    || m.contains("Storage")
-                    || m.contains("Code")
-                    || m == "eth_getProof") =>
-        {
-            accounts::verify_account(trust, p, data, m, params)
-        }
+        (
+            ProofUnion::Account(p),
+            m @ ("eth_getBalance"
+            | "eth_getTransactionCount"
+            | "eth_getStorageAt"
+            | "eth_getCode"
+            | "eth_getProof"),
+        ) => accounts::verify_account(trust, p, data, m, params),
         (ProofUnion::Call(p), "eth_call") => call::verify_call(trust, p, params),
         (p, m) => fail(
             Check::ProofKind,

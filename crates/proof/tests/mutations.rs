@@ -231,7 +231,10 @@ fn typed_field_changes_fail_the_check_that_covers_them() {
         change_tx(|p| p.proof.push(Default::default()).unwrap()),
         Check::BodyRoot
     );
+}
 
+#[test]
+fn account_field_changes_fail_the_check_that_covers_them() {
     let account = case("eth_getStorageAt1");
     let change_account = |f: fn(&mut sszgate_proof::types::AccountProof)| {
         mutated(&account, |r| match &mut r.proof {
@@ -262,7 +265,10 @@ fn typed_field_changes_fail_the_check_that_covers_them() {
         change_account(|p| p.storage_proof[0].key.0[31] ^= 1),
         Check::Request
     );
+}
 
+#[test]
+fn fewer_than_two_thirds_of_the_committee_is_not_enough() {
     let number = case("eth_blockNumber_electra");
     let low_participation = mutated(&number, |r| match &mut r.proof {
         ProofUnion::BlockNumber(p) => match &mut p.header_proof {

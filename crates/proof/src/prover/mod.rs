@@ -384,32 +384,7 @@ impl Prover {
             if a.is_zero() || a == p.fee_recipient {
                 continue;
             }
-            let keys: Vec<&String> = state["storage"]
-                .as_object()
-                .map(|s| s.keys().collect())
-                .unwrap_or_default();
-            let answer = self
-                .rpc("eth_getProof", json!([address, keys, number]))
-                .await?;
-            let code = match state["code"].as_str() {
-                None => CodeUnion::Used(false),
-                Some(_) if !self.include_code => CodeUnion::Used(true),
-                Some(hex) => {
-                    let code: Bytes = hex
-                        .parse()
-                        .map_err(|_| upstream(format!("code of {address}")))?;
-                    CodeUnion::Code(
-                        VariableList::new(code.to_vec())
-                            .map_err(|e| upstream(format!("code of {address}: {e:?}")))?,
-                    )
-                }
-            };
-            accounts.push(EthCallAccount {
-                account_proof: node_list(&answer["accountProof"])?,
-                address: a,
-                code,
-                storage_proof: storage_proofs(&answer["storageProof"])?,
-            });
+            accounts.push(self.call_account(a, state, &number).await?);
         }
         let (state_block, leaves) = state_leaves(&block, p);
         Ok(ProofUnion::Call(Box::new(CallProof {
@@ -422,6 +397,43 @@ impl Prover {
                 header_proof,
             },
         })))
+    }
+
+    /// One account of a prestate trace with its `eth_getProof` at block `number`.
+    async fn call_account(
+        &self,
+        address: Address,
+        state: &Value,
+        number: &str,
+    ) -> Result<EthCallAccount, ProveError> {
+        let keys: Vec<&String> = state["storage"]
+            .as_object()
+            .map(|s| s.keys().collect())
+            .unwrap_or_default();
+        // The address as the trace wrote it (lower case), as colibri sends it.
+        let text = format!("{address:#x}");
+        let answer = self
+            .rpc("eth_getProof", json!([text, keys, number]))
+            .await?;
+        let code = match state["code"].as_str() {
+            None => CodeUnion::Used(false),
+            Some(_) if !self.include_code => CodeUnion::Used(true),
+            Some(hex) => {
+                let code: Bytes = hex
+                    .parse()
+                    .map_err(|_| upstream(format!("code of {address}")))?;
+                CodeUnion::Code(
+                    VariableList::new(code.to_vec())
+                        .map_err(|e| upstream(format!("code of {address}: {e:?}")))?,
+                )
+            }
+        };
+        Ok(EthCallAccount {
+            account_proof: node_list(&answer["accountProof"])?,
+            address,
+            code,
+            storage_proof: storage_proofs(&answer["storageProof"])?,
+        })
     }
 
     async fn account(&self, method: &str, params: &Value) -> Result<ProofUnion, ProveError> {
