@@ -346,3 +346,77 @@ fn inner_union_selectors_without_an_option_are_refused_by_name() {
         }
     }
 }
+
+#[test]
+fn a_header_chain_must_link_the_data_header_to_the_signed_one() {
+    use sszgate_proof::types::{HeaderChainProof, HeaderProofUnion, ProofHeader};
+    fn between(data: &sszgate_light::types::BeaconBlockHeader) -> ProofHeader {
+        ProofHeader {
+            slot: data.slot + 1,
+            proposer_index: 7,
+            state_root: Default::default(),
+            body_root: Default::default(),
+        }
+    }
+    let tx = case("eth_getTransactionByHash1");
+    let chain = |link: fn(
+        &sszgate_light::types::BeaconBlockHeader,
+    ) -> (Vec<ProofHeader>, sszgate_light::types::BeaconBlockHeader)| {
+        mutated(&tx, |r| {
+            let ProofUnion::Transaction(p) = &mut r.proof else {
+                unreachable!()
+            };
+            let HeaderProofUnion::Signature(aggregate) = &p.header_proof else {
+                unreachable!()
+            };
+            let (headers, header) = link(&p.header);
+            p.header_proof = HeaderProofUnion::Headers(Box::new(HeaderChainProof {
+                headers: headers.try_into().unwrap(),
+                header,
+                sync_committee_bits: aggregate.sync_committee_bits.clone(),
+                sync_committee_signature: aggregate.sync_committee_signature,
+            }));
+        })
+    };
+    // Linked (one header between, then a child of it): the chain holds, the signature (the
+    // data block's child's) does not sign the later header.
+    let linked = chain(|data| {
+        let mid = between(data);
+        let full = sszgate_light::types::BeaconBlockHeader {
+            slot: mid.slot,
+            proposer_index: mid.proposer_index,
+            parent_root: data.root(),
+            state_root: mid.state_root,
+            body_root: mid.body_root,
+        };
+        let signed = sszgate_light::types::BeaconBlockHeader {
+            slot: data.slot + 2,
+            parent_root: full.root(),
+            ..*data
+        };
+        (vec![mid], signed)
+    });
+    assert_eq!(linked, Check::Signature);
+    // The signed header's parent is not the last header between: refused as a broken chain.
+    let broken = chain(|data| {
+        (
+            vec![between(data)],
+            sszgate_light::types::BeaconBlockHeader {
+                slot: data.slot + 2,
+                ..*data
+            },
+        )
+    });
+    assert_eq!(broken, Check::HeaderChain);
+    // Slots must rise.
+    let backwards = chain(|data| {
+        (
+            vec![ProofHeader {
+                slot: data.slot,
+                ..between(data)
+            }],
+            *data,
+        )
+    });
+    assert_eq!(backwards, Check::HeaderChain);
+}
