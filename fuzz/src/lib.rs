@@ -4,13 +4,18 @@
 //!
 //! - [`layout`]: which bytes of an input pick the method, fork or mode;
 //! - [`engine`]: codecs, bulk JSON paths, JSON-RPC scanner, REST routes and translation;
-//! - [`record`]: the recorder's metadata scanner.
+//! - [`record`]: the recorder's metadata scanner;
+//! - [`proof`]: the colibri-proof decoder and verifier.
 
 pub mod engine;
 pub mod layout;
+pub mod proof;
 pub mod record;
 
 /// Every target by name, with its body.
 pub fn targets() -> impl Iterator<Item = layout::Target> {
-    engine::TARGETS.into_iter().chain(record::TARGETS)
+    engine::TARGETS
+        .into_iter()
+        .chain(record::TARGETS)
+        .chain(proof::TARGETS)
 }

@@ -11,6 +11,7 @@ mod drive;
 mod flags;
 mod input;
 mod lab;
+mod prove;
 mod proxy;
 mod report;
 mod rpc;
@@ -41,7 +42,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(after_help = "\
-Operator commands (proxy, ctl, rpc, conform, drive, convert, methods, verify, report) work with the
+Operator commands (proxy, ctl, rpc, prove, conform, drive, convert, methods, verify, report) work with the
 clients you run; lab commands (demo, devnet, bench) start clients and proxies of their own.
 Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.")]
 struct Cli {
@@ -76,6 +77,10 @@ enum Command {
     /// blocks a beacon light client anchors.
     #[command(display_order = 8)]
     Rpc(rpc::RpcArgs),
+    /// Build the colibri.stateless SSZ proof of one eth_* request from an execution RPC and a
+    /// Beacon API.
+    #[command(display_order = 9)]
+    Prove(prove::ProveArgs),
     /// Control a running proxy (rules, add, rm, clear, pause, resume): inject faults per
     /// method (delay, error, status, drop, corrupt), pause and resume forwarding.
     #[command(display_order = 7)]
@@ -122,6 +127,7 @@ fn main() -> ExitCode {
         Command::Ctl(args) => ctl::run(args),
         Command::Rpc(args) => rpc::run(args),
         Command::Conform(args) => conform::run(args),
+        Command::Prove(args) => prove::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

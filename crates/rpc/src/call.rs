@@ -295,6 +295,19 @@ fn tx_env(call: &CallRequest, header: &Header, chain_id: u64) -> TxEnv {
     }
 }
 
+/// The EVM configuration of an `eth_call`: revision `spec` on chain `chain_id`, with the
+/// nonce, balance, base-fee, fee, block-gas-limit and EIP-3607 checks off.
+pub fn eth_call_cfg(cfg: &mut revm::context::CfgEnv, spec: SpecId, chain_id: u64) {
+    cfg.spec = spec;
+    cfg.chain_id = chain_id;
+    cfg.disable_nonce_check = true;
+    cfg.disable_balance_check = true;
+    cfg.disable_base_fee = true;
+    cfg.disable_fee_charge = true;
+    cfg.disable_block_gas_limit = true;
+    cfg.disable_eip3607 = true;
+}
+
 /// Runs `call` on `header`'s state as far as `state` proves it, on the chain with this id and
 /// blob schedule.
 pub(crate) fn run(
@@ -321,16 +334,7 @@ pub(crate) fn run(
         let ctx = Context::mainnet()
             .with_db(db)
             .with_block(block_env(header, blob_params))
-            .modify_cfg_chained(|cfg| {
-                cfg.spec = spec;
-                cfg.chain_id = chain_id;
-                cfg.disable_nonce_check = true;
-                cfg.disable_balance_check = true;
-                cfg.disable_base_fee = true;
-                cfg.disable_fee_charge = true;
-                cfg.disable_block_gas_limit = true;
-                cfg.disable_eip3607 = true;
-            });
+            .modify_cfg_chained(|cfg| eth_call_cfg(cfg, spec, chain_id));
         let mut evm = ctx.build_mainnet_with_inspector(&mut guard);
         evm.inspect_one_tx(tx_env(call, header, chain_id))
     };

@@ -30,6 +30,7 @@ mod verifier;
 
 pub use anchors::{AnchorSource, FixedAnchors, LightAnchors};
 pub use blobs::BlobSchedule;
+pub use call::eth_call_cfg;
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
 pub use server::{Config, Metrics, Server, serve};
 pub use sszgate_light::{Anchor, BlockRef, Trust};

@@ -1,0 +1,423 @@
+//! eth_getTransactionReceipt over a `ReceiptProof` (spec §4.4, §9.4) and eth_getLogs over a
+//! `LogsProof` (§4.5, §9.5): receipts proven by Patricia proofs to a receipts root, the root
+//! and the transactions proven to the header, the prover's data compared with them.
+//!
+//! Stricter than colibri (§15 item 9): the receipt's `type`, `removed`, every log's position
+//! fields, and — for eth_getLogs — the filter's address, topics and block range are checked,
+//! and every log of a proven receipt that matches the filter must be returned. Fields this
+//! proof format cannot bind are not returned ([`UNBOUND_RECEIPT_FIELDS`],
+//! [`UNBOUND_LOG_FIELDS`]): colibri returns the prover's values unchecked.
+
+use std::collections::BTreeMap;
+
+use alloy_consensus::{ReceiptEnvelope, Transaction as _, TxReceipt};
+use alloy_eips::eip2718::{Decodable2718, Typed2718};
+use alloy_primitives::{B256, keccak256};
+use serde_json::{Value, json};
+
+use crate::error::{Check, ProofError, ensure, fail};
+use crate::header::verify_header;
+use crate::multiproof::{self, BLOCK_HASH, BLOCK_NUMBER, RECEIPTS_ROOT, u64_leaf};
+use crate::params::{self, u256_of};
+use crate::patricia;
+use crate::render::{bytes, qty};
+use crate::trust::TrustedState;
+use crate::txs::{Tx, decode_tx, tx_leaf, tx_leaves};
+use crate::types::{BigBytes, EthReceiptData, Log, LogsBlock, LogsTx, ReceiptProof};
+
+/// Receipt fields the proof does not bind (they depend on the other receipts of the block,
+/// or on the base fee, which a `ReceiptProof` does not prove): not returned. `gasUsed` is
+/// returned for the first transaction of a block (it equals `cumulativeGasUsed`) and
+/// `effectiveGasPrice` for transactions whose gas price is fixed (legacy, EIP-2930).
+pub const UNBOUND_RECEIPT_FIELDS: [&str; 2] = ["gasUsed", "effectiveGasPrice"];
+/// Log fields no proof of this format binds (the position among all logs of the block).
+pub const UNBOUND_LOG_FIELDS: [&str; 1] = ["logIndex"];
+
+/// The key of receipt `index` in the receipts trie: `rlp(index)`.
+fn receipt_key(index: u32) -> Vec<u8> {
+    alloy_rlp::encode(index)
+}
+
+/// Walks a receipt's Patricia proof: (receipts root, decoded receipt).
+fn proven_receipt(
+    proof: &[BigBytes],
+    index: u32,
+    what: &str,
+) -> Result<(B256, ReceiptEnvelope), ProofError> {
+    let bad = |detail: String| ProofError::Check {
+        check: Check::ReceiptProof,
+        detail: format!("{what}: {detail}"),
+    };
+    let root = keccak256(proof.first().map(|n| &n[..]).unwrap_or_default());
+    let value = patricia::walk(root, &receipt_key(index), proof)
+        .map_err(bad)?
+        .ok_or_else(|| bad(format!("proves that there is no receipt {index}")))?;
+    let receipt = ReceiptEnvelope::decode_2718(&mut value.as_slice())
+        .map_err(|e| bad(format!("receipt {index} does not decode: {e}")))?;
+    Ok((root, receipt))
+}
+
+/// One log of the prover's data against a proven log at the proven position.
+fn check_log(
+    log: &Log,
+    proven: &alloy_primitives::Log,
+    tx: &Tx,
+    block: (B256, u64),
+    index: u32,
+    what: &str,
+) -> Result<(), ProofError> {
+    let same = log.address == proven.address
+        && log.topics[..] == proven.topics()[..]
+        && log.data[..] == proven.data.data[..]
+        && log.block_hash == block.0
+        && log.block_number == block.1
+        && log.transaction_hash == tx.hash
+        && log.transaction_index == index
+        && !log.removed;
+    ensure(same, Check::ReceiptData, || {
+        format!("{what}: differs from the proven log or its position")
+    })
+}
+
+fn render_log(log: &Log) -> Value {
+    json!({"blockHash": bytes(log.block_hash), "blockNumber": qty(log.block_number),
+           "transactionHash": bytes(log.transaction_hash), "transactionIndex": qty(log.transaction_index),
+           "address": bytes(log.address), "removed": log.removed,
+           "topics": log.topics.iter().map(bytes).collect::<Vec<_>>(), "data": bytes(&log.data[..])})
+}
+
+/// The prover's receipt against the proven receipt and transaction (§9.4, all of it).
+fn check_receipt_data(
+    d: &EthReceiptData,
+    r: &ReceiptEnvelope,
+    tx: &Tx,
+    p: &ReceiptProof,
+) -> Result<(), ProofError> {
+    let to = tx.envelope.to().map(|a| a.to_vec()).unwrap_or_default();
+    let fields = [
+        ("transactionHash", d.transaction_hash == tx.hash),
+        ("blockHash", d.block_hash == p.block_hash),
+        ("blockNumber", d.block_number == p.block_number),
+        (
+            "transactionIndex",
+            d.transaction_index == p.transaction_index,
+        ),
+        (
+            "type",
+            d.tx_type == tx.envelope.ty() && r.ty() == tx.envelope.ty(),
+        ),
+        ("from", d.from == tx.from),
+        ("to", d.to[..] == to[..]),
+        ("status", u64::from(d.status) == u64::from(r.status())),
+        (
+            "cumulativeGasUsed",
+            u128::from(d.cumulative_gas_used) == u128::from(r.cumulative_gas_used()),
+        ),
+        ("logsBloom", d.logs_bloom.as_slice() == r.bloom().as_slice()),
+        ("logs", d.logs.len() == r.logs().len()),
+        (
+            "gasUsed",
+            p.transaction_index != 0 || d.gas_used == d.cumulative_gas_used,
+        ),
+        (
+            "effectiveGasPrice",
+            tx.envelope
+                .gas_price()
+                .is_none_or(|g| g == u128::from(d.effective_gas_price)),
+        ),
+        (
+            "depositNonce",
+            d.deposit_nonce == 0 && d.deposit_receipt_version == 0,
+        ),
+    ];
+    if let Some((name, _)) = fields.iter().find(|(_, ok)| !ok) {
+        return fail(
+            Check::ReceiptData,
+            format!("EthReceiptData.{name} differs from the proven receipt or transaction"),
+        );
+    }
+    for (i, (log, proven)) in d.logs.iter().zip(r.logs()).enumerate() {
+        check_log(
+            log,
+            proven,
+            tx,
+            (p.block_hash, p.block_number),
+            p.transaction_index,
+            &format!("EthReceiptData.logs[{i}]"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The bound part of the receipt as JSON.
+fn render_receipt(d: &EthReceiptData, tx: &Tx) -> Value {
+    let mut out = json!({
+        "blockHash": bytes(d.block_hash), "blockNumber": qty(d.block_number),
+        "transactionHash": bytes(d.transaction_hash), "transactionIndex": qty(d.transaction_index),
+        "type": qty(d.tx_type), "from": bytes(d.from),
+        "to": if d.to.is_empty() { Value::Null } else { bytes(&d.to[..]) },
+        "cumulativeGasUsed": qty(d.cumulative_gas_used), "logs": d.logs.iter().map(render_log).collect::<Vec<_>>(),
+        "logsBloom": bytes(d.logs_bloom), "status": qty(d.status),
+    });
+    let o = out.as_object_mut().expect("an object");
+    if d.transaction_index == 0 {
+        o.insert("gasUsed".into(), qty(d.cumulative_gas_used));
+    }
+    if let Some(price) = tx.envelope.gas_price() {
+        o.insert("effectiveGasPrice".into(), qty(price));
+    }
+    out
+}
+
+/// eth_getTransactionReceipt.
+pub fn verify_receipt(
+    trust: &TrustedState,
+    p: &ReceiptProof,
+    data: Option<&EthReceiptData>,
+    params: &Value,
+) -> Result<Value, ProofError> {
+    let tx = decode_tx(&p.transaction, "ReceiptProof.transaction")?;
+    let asked = params::hash(params, 0)?;
+    ensure(asked == tx.hash, Check::Request, || {
+        format!(
+            "transaction: the proof is for {}, {asked} was asked for",
+            tx.hash
+        )
+    })?;
+    let (root, receipt) = proven_receipt(
+        &p.receipt_proof,
+        p.transaction_index,
+        "ReceiptProof.receipt_proof",
+    )?;
+    let mut leaves = tx_leaves(
+        p.block_number,
+        p.block_hash,
+        p.transaction_index,
+        &p.transaction,
+    );
+    leaves.insert(RECEIPTS_ROOT, root);
+    multiproof::verify(
+        &leaves,
+        &p.block_proof,
+        p.header.body_root,
+        "ReceiptProof.block_proof",
+    )?;
+    verify_header(trust, &p.header, &p.header_proof, "ReceiptProof")?;
+    let Some(d) = data else {
+        return fail(
+            Check::ProofKind,
+            "a ReceiptProof needs the receipt as data (EthReceiptData)",
+        );
+    };
+    check_receipt_data(d, &receipt, &tx, p)?;
+    Ok(render_receipt(d, &tx))
+}
+
+/// An eth_getLogs filter, as far as it can be checked against proven logs.
+struct Filter {
+    addresses: Vec<alloy_primitives::Address>,
+    topics: Vec<Option<Vec<B256>>>,
+    from: Option<u64>,
+    to: Option<u64>,
+}
+
+impl Filter {
+    fn parse(params: &Value) -> Result<Filter, ProofError> {
+        let f = params::param(params, 0)?;
+        let list = |v: Option<&Value>| -> Result<Option<Vec<String>>, ProofError> {
+            match v {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
+                Some(Value::Array(a)) => Ok(Some(
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect(),
+                )),
+                Some(_) => Err(ProofError::Params("filter: bad address or topic".into())),
+            }
+        };
+        let parse_all = |v: Vec<String>| -> Result<Vec<B256>, ProofError> {
+            v.iter()
+                .map(|s| {
+                    s.parse()
+                        .map_err(|_| ProofError::Params(format!("filter: bad topic {s}")))
+                })
+                .collect()
+        };
+        let addresses = list(f.get("address"))?
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                s.parse()
+                    .map_err(|_| ProofError::Params(format!("filter: bad address {s}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let topics = match f.get("topics") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|t| list(Some(t))?.map(parse_all).transpose())
+                .collect::<Result<_, _>>()?,
+            _ => Vec::new(),
+        };
+        let number = |k: &str| {
+            f.get(k)
+                .and_then(u256_of)
+                .and_then(|n| u64::try_from(n).ok())
+        };
+        Ok(Filter {
+            addresses,
+            topics,
+            from: number("fromBlock"),
+            to: number("toBlock"),
+        })
+    }
+
+    fn matches(&self, address: &alloy_primitives::Address, topics: &[B256], block: u64) -> bool {
+        (self.addresses.is_empty() || self.addresses.contains(address))
+            && self.topics.iter().enumerate().all(|(i, t)| match t {
+                None => true,
+                Some(any) => topics
+                    .get(i)
+                    .is_some_and(|x| any.is_empty() || any.contains(x)),
+            })
+            && self.from.is_none_or(|f| block >= f)
+            && self.to.is_none_or(|t| block <= t)
+    }
+}
+
+/// One LogsBlock: receipts, root, transactions and header proven; returns the proven
+/// receipts by transaction index.
+fn verify_logs_block(
+    trust: &TrustedState,
+    b: &LogsBlock,
+    bi: usize,
+) -> Result<BTreeMap<u32, (Tx, ReceiptEnvelope)>, ProofError> {
+    let what = format!("LogsProof[{bi}]");
+    let mut leaves = BTreeMap::from([
+        (BLOCK_NUMBER, u64_leaf(b.block_number)),
+        (BLOCK_HASH, b.block_hash),
+    ]);
+    let mut receipts = BTreeMap::new();
+    for (ti, t) in b.txs.iter().enumerate() {
+        let LogsTx {
+            transaction,
+            transaction_index,
+            proof,
+        } = t;
+        let tx = decode_tx(transaction, &format!("{what}.txs[{ti}].transaction"))?;
+        let (root, receipt) = proven_receipt(
+            proof,
+            *transaction_index,
+            &format!("{what}.txs[{ti}].proof"),
+        )?;
+        let prior = leaves.insert(RECEIPTS_ROOT, root);
+        ensure(prior.is_none_or(|r| r == root), Check::ReceiptProof, || {
+            format!("{what}.txs[{ti}]: a different receipts root than the block's other receipts")
+        })?;
+        leaves.insert(
+            multiproof::transaction_gindex(*transaction_index),
+            tx_leaf(transaction),
+        );
+        ensure(
+            receipts.insert(*transaction_index, (tx, receipt)).is_none(),
+            Check::ReceiptProof,
+            || format!("{what}.txs[{ti}]: transaction {transaction_index} twice"),
+        )?;
+    }
+    multiproof::verify(
+        &leaves,
+        &b.proof,
+        b.header.body_root,
+        &format!("{what}.proof"),
+    )?;
+    verify_header(trust, &b.header, &b.header_proof, &what)?;
+    Ok(receipts)
+}
+
+/// eth_getLogs.
+pub fn verify_logs(
+    trust: &TrustedState,
+    blocks: &[LogsBlock],
+    logs: &[Log],
+    params: &Value,
+) -> Result<Value, ProofError> {
+    let filter = Filter::parse(params)?;
+    let mut proven = BTreeMap::new();
+    for (bi, b) in blocks.iter().enumerate() {
+        let receipts = verify_logs_block(trust, b, bi)?;
+        ensure(
+            proven
+                .insert(b.block_number, (b.block_hash, receipts))
+                .is_none(),
+            Check::ProofKind,
+            || format!("LogsProof[{bi}]: block {} twice", b.block_number),
+        )?;
+    }
+    // Every returned log: a matching, unused log of a proven receipt.
+    let mut used: Used = BTreeMap::new();
+    for (i, log) in logs.iter().enumerate() {
+        let what = format!("EthLogs[{i}]");
+        match_log(&proven, &mut used, log, &what)?;
+        ensure(
+            filter.matches(&log.address, &log.topics, log.block_number),
+            Check::Request,
+            || format!("{what}: does not match the filter"),
+        )?;
+    }
+    check_complete(&proven, &used, &filter)?;
+    Ok(Value::Array(logs.iter().map(render_log).collect()))
+}
+
+/// Proven receipts: by block number, the block hash and the receipts by transaction index.
+type Proven = BTreeMap<u64, (B256, BTreeMap<u32, (Tx, ReceiptEnvelope)>)>;
+/// Which logs of each proven receipt (block number, transaction index) were returned.
+type Used = BTreeMap<(u64, u32), Vec<bool>>;
+
+/// Marks the proven log `log` equals (one not returned before), or fails.
+fn match_log(proven: &Proven, used: &mut Used, log: &Log, what: &str) -> Result<(), ProofError> {
+    let (block, index) = (log.block_number, log.transaction_index);
+    let Some((block_hash, (tx, receipt))) = proven
+        .get(&block)
+        .and_then(|(h, r)| r.get(&index).map(|x| (*h, x)))
+    else {
+        return fail(
+            Check::ReceiptData,
+            format!("{what}: no proven receipt for block {block} transaction {index}"),
+        );
+    };
+    let flags = used
+        .entry((block, index))
+        .or_insert_with(|| vec![false; receipt.logs().len()]);
+    let found = receipt.logs().iter().enumerate().position(|(j, l)| {
+        !flags[j] && check_log(log, l, tx, (block_hash, block), index, what).is_ok()
+    });
+    let Some(j) = found else {
+        return fail(
+            Check::ReceiptData,
+            format!("{what}: equals no (unreturned) log of the proven receipt"),
+        );
+    };
+    flags[j] = true;
+    Ok(())
+}
+
+/// Every log of a proven receipt that matches the filter was returned.
+fn check_complete(proven: &Proven, used: &Used, filter: &Filter) -> Result<(), ProofError> {
+    for (number, (_, receipts)) in proven {
+        for (index, (_, receipt)) in receipts {
+            for (j, l) in receipt.logs().iter().enumerate() {
+                let returned = used.get(&(*number, *index)).is_some_and(|f| f[j]);
+                ensure(
+                    returned || !filter.matches(&l.address, l.topics(), *number),
+                    Check::ReceiptData,
+                    || {
+                        format!(
+                            "block {number} transaction {index}: its log {j} matches the filter but was not returned"
+                        )
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

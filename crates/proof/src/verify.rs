@@ -1,0 +1,139 @@
+//! The verifier's entry: a `C4Request` decoded, its version and sync data taken in, its proof
+//! matched to the method and checked by the method's module, the result returned as JSON.
+//!
+//! Differences from colibri: the version must be `00 00 01 xx` (colibri checks byte 0 only,
+//! §15 item 3); data a verifier builds itself is never taken from the prover (§15 item 1: such
+//! data does not even decode, see `types`), and data the method does not use must be `None`.
+//! What does not live here: the checks (the method modules).
+
+use serde_json::Value;
+use ssz::Decode;
+
+use crate::error::{Check, ProofError, ensure, fail};
+use crate::ssz::describe;
+use crate::trust::TrustedState;
+use crate::types::{C4Request, DataUnion, ProofUnion, SyncDataUnion};
+use crate::{accounts, blocks, call, receipts, txs};
+
+/// The methods this verifier answers.
+pub const METHODS: [&str; 14] = [
+    "eth_blockNumber",
+    "eth_getBlockByNumber",
+    "eth_getBlockByHash",
+    "eth_getTransactionByHash",
+    "eth_getTransactionByBlockHashAndIndex",
+    "eth_getTransactionByBlockNumberAndIndex",
+    "eth_getTransactionReceipt",
+    "eth_getLogs",
+    "eth_getBalance",
+    "eth_getTransactionCount",
+    "eth_getStorageAt",
+    "eth_getCode",
+    "eth_getProof",
+    "eth_call",
+];
+
+/// Decodes `bytes` as a `C4Request` (errors name the field).
+pub fn decode(bytes: &[u8]) -> Result<C4Request, ProofError> {
+    C4Request::from_ssz_bytes(bytes).map_err(|e| ProofError::Decode(describe(&e)))
+}
+
+/// Verifies the proof `bytes` for `method(params)`: the result, or why the proof is refused.
+/// Sync data in the proof adds committee keys to `trust`.
+pub fn verify(
+    bytes: &[u8],
+    method: &str,
+    params: &Value,
+    trust: &mut TrustedState,
+) -> Result<Value, ProofError> {
+    verify_request(&decode(bytes)?, method, params, trust)
+}
+
+/// The name of a proof option, for errors.
+fn proof_name(p: &ProofUnion) -> &'static str {
+    match p {
+        ProofUnion::None => "None",
+        ProofUnion::Account(_) => "AccountProof",
+        ProofUnion::Transaction(_) => "TransactionProof",
+        ProofUnion::Receipt(_) => "ReceiptProof",
+        ProofUnion::Logs(_) => "LogsProof",
+        ProofUnion::Call(_) => "CallProof",
+        ProofUnion::Sync(_) => "SyncProof",
+        ProofUnion::Block(_) => "BlockProof",
+        ProofUnion::BlockNumber(_) => "BlockNumberProof",
+        ProofUnion::Witness(_) => "WitnessProof",
+    }
+}
+
+/// The version, the method, and whether the method uses the data the prover sent.
+fn check_envelope(request: &C4Request, method: &str) -> Result<(), ProofError> {
+    let v = request.version;
+    ensure(v[0] == 0 && v[1] == 0 && v[2] == 1, Check::Version, || {
+        format!("version {v}: chain type 0 (Ethereum) and protocol 0.1 expected")
+    })?;
+    if !METHODS.contains(&method) {
+        return Err(ProofError::Unsupported(format!("method {method}")));
+    }
+    let data = &request.data;
+    let data_ok = matches!(
+        (method, data),
+        (_, DataUnion::None)
+            | ("eth_getTransactionReceipt", DataUnion::Receipt(_))
+            | ("eth_getLogs", DataUnion::Logs(_))
+            | ("eth_getCode", DataUnion::Bytes(_))
+    );
+    ensure(data_ok, Check::ProofKind, || {
+        format!("data option {} is not what {method} uses", data.selector())
+    })
+}
+
+/// Verifies a decoded request (see [`verify`]).
+pub fn verify_request(
+    request: &C4Request,
+    method: &str,
+    params: &Value,
+    trust: &mut TrustedState,
+) -> Result<Value, ProofError> {
+    check_envelope(request, method)?;
+    if let SyncDataUnion::LightClient(sync) = &request.sync_data {
+        trust.apply_sync_data(sync)?;
+    }
+    let data = &request.data;
+    let trust = &*trust;
+    match (&request.proof, method) {
+        (ProofUnion::BlockNumber(p), "eth_blockNumber") => blocks::verify_block_number(trust, p),
+        (ProofUnion::Block(p), "eth_getBlockByNumber" | "eth_getBlockByHash") => {
+            blocks::verify_block(trust, p, params)
+        }
+        (ProofUnion::Transaction(p), m) if m.starts_with("eth_getTransactionBy") => {
+            txs::verify_transaction(trust, p, m, params)
+        }
+        (ProofUnion::Receipt(p), "eth_getTransactionReceipt") => {
+            let d = match data {
+                DataUnion::Receipt(d) => Some(&**d),
+                _ => None,
+            };
+            receipts::verify_receipt(trust, p, d, params)
+        }
+        (ProofUnion::Logs(p), "eth_getLogs") => {
+            let logs = match data {
+                DataUnion::Logs(l) => &l[..],
+                _ => &[],
+            };
+            receipts::verify_logs(trust, p, logs, params)
+        }
+        (
+            ProofUnion::Account(p),
+            m @ ("eth_getBalance"
+            | "eth_getTransactionCount"
+            | "eth_getStorageAt"
+            | "eth_getCode"
+            | "eth_getProof"),
+        ) => accounts::verify_account(trust, p, data, m, params),
+        (ProofUnion::Call(p), "eth_call") => call::verify_call(trust, p, params),
+        (p, m) => fail(
+            Check::ProofKind,
+            format!("a {} does not answer {m}", proof_name(p)),
+        ),
+    }
+}
