@@ -98,9 +98,9 @@ enum Command {
     /// front.
     #[command(display_order = 11)]
     Devnet(devnet::DevnetArgs),
-    /// [lab] Benchmarks and studies (proxy, soak, attack, codec, compress): what the proxy
-    /// adds, its memory and records over time, hostile input, the codecs and compression on
-    /// real data.
+    /// [lab] Benchmarks and studies (proxy, soak, attack, codec, compress, rpc): what the
+    /// proxy adds, its memory and records over time, hostile input, the codecs and compression
+    /// on real data, verified RPC next to colibri.stateless.
     #[command(display_order = 12)]
     Bench(bench::BenchArgs),
 }
