@@ -1,5 +1,5 @@
-// colibri.stateless (its npm WASM package) as a peer that `sszgate bench rpc` and the agreement
-// test drive over stdin/stdout, one JSON object a line each way, so its timings are taken in
+// colibri.stateless (its npm WASM package) as a peer that `sszgate bench rpc`, the agreement
+// test and the proof tests (crates/proof/tests/prover.rs) drive over stdin/stdout, one JSON object a line each way, so its timings are taken in
 // the same run as sszgate's and interleaved with them.
 //
 // Every upstream request colibri makes is answered only from the recorded case's files (the

@@ -54,12 +54,14 @@ fn recordings() -> Option<PathBuf> {
     )
 }
 
-/// colibri's npm package (`COLIBRI_PKG`, else `tools/colibri/` next to the repository, as
-/// `shared/tools/colibri/README.md` installs it) and node.
+/// colibri's npm package (`SSZGATE_COLIBRI`, as CI installs it; `COLIBRI_PKG`; else
+/// `tools/colibri/` next to the repository, as `shared/tools/colibri/README.md` installs it)
+/// and node.
 fn colibri() -> Option<PathBuf> {
     let default = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../tools/colibri/node_modules/@corpus-core/colibri-stateless");
-    let pkg = std::env::var_os("COLIBRI_PKG")
+    let pkg = std::env::var_os("SSZGATE_COLIBRI")
+        .or_else(|| std::env::var_os("COLIBRI_PKG"))
         .map(PathBuf::from)
         .unwrap_or(default);
     let node = Command::new("node")
@@ -72,31 +74,38 @@ fn colibri() -> Option<PathBuf> {
     )
 }
 
-/// colibri's verifier on `proof`, with the recording's storage (its committee keys): the
-/// result, or its error.
+/// colibri's verifier on `proof` (`scripts/colibri-peer.mjs`, a new process), with the
+/// recording's storage (its committee keys): the result, or its error.
 fn colibri_verifies(
     pkg: &Path,
     proof: &Path,
     case: &str,
     recording: &Path,
 ) -> Result<serde_json::Value, String> {
+    use std::io::{BufRead, Write};
     let e = expected(case);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/colibri/verify_vector.mjs");
-    let (method, params) = (
-        e["method"].as_str().unwrap().to_string(),
-        e["params"].to_string(),
-    );
-    let out = Command::new("node")
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
+    let request = serde_json::json!({"op": "verify", "case": recording, "method": e["method"],
+        "params": e["params"], "proof": proof, "fresh": true});
+    let mut child = Command::new("node")
         .arg(script)
-        .arg(proof)
-        .args([method, params])
-        .args([recording, recording])
         .env("COLIBRI_PKG", pkg)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .map_err(|err| err.to_string())?;
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|err| format!("{err}: {}", String::from_utf8_lossy(&out.stderr)))?;
-    match report["verified"].as_bool() {
+    let mut stdin = child.stdin.take().ok_or("stdin")?;
+    writeln!(stdin, "{request}").map_err(|err| err.to_string())?;
+    drop(stdin);
+    let stdout = child.stdout.take().ok_or("stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(std::io::Read::take(stdout, 64 << 20))
+        .read_line(&mut line)
+        .map_err(|err| err.to_string())?;
+    let _ = child.wait();
+    let report: serde_json::Value =
+        serde_json::from_str(&line).map_err(|err| format!("{err}: {line}"))?;
+    match report["ok"].as_bool() {
         Some(true) => Ok(report["result"].clone()),
         _ => Err(report["error"].to_string()),
     }
