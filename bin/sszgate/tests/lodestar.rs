@@ -314,26 +314,7 @@ fn a_devnet_with_lodestar_as_its_consensus_client() {
         .as_str()
         .expect("a beacon API")
         .to_string();
-    let head = || {
-        let out = Command::new("curl")
-            .args([
-                "-s",
-                "-m",
-                "5",
-                &format!("{beacon}/eth/v1/beacon/headers/head"),
-            ])
-            .output()
-            .unwrap();
-        serde_json::from_slice::<Value>(&out.stdout)
-            .ok()
-            .and_then(|h| {
-                h["data"]["header"]["message"]["slot"]
-                    .as_str()?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
+    let head = || common::chain::head_slot(&beacon);
     let started = Instant::now();
     while head() < 8 {
         if started.elapsed() > Duration::from_secs(120) {

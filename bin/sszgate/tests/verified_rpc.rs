@@ -20,7 +20,7 @@ use common::chain::{Chain, ONE_CHAIN, eth, tools};
 use common::tamper::{Lie, TamperRelay};
 use common::{KillOnDrop, free_port};
 use serde_json::{Value, json};
-use sszgate_drive::load::Senders;
+use sszgate_drive::load::{Call, Senders};
 
 /// The chain id of `up.sh`'s chain.
 const CHAIN_ID: u64 = 1337;
@@ -92,32 +92,32 @@ fn send_transactions(geth: &str) -> (Vec<String>, Address) {
     ));
     let contract = from.create(nonce);
     let word = Bytes::from(U256::from(0x2a).to_be_bytes::<32>().to_vec());
+    let call = |nonce, to, value, input: Bytes, gas_limit| Call {
+        chain_id: CHAIN_ID,
+        nonce,
+        to,
+        value: U256::from(value),
+        input,
+        gas_limit,
+    };
     let txs = [
-        senders.sign_call(
-            CHAIN_ID,
+        call(
             nonce,
             None,
-            U256::ZERO,
+            0,
             const_hex::decode(CONTRACT).unwrap().into(),
             200_000,
         ),
-        senders.sign_call(
-            CHAIN_ID,
+        call(
             nonce + 1,
             Some(RECIPIENT.parse().unwrap()),
-            U256::from(12_345),
+            12_345,
             Bytes::new(),
             21_000,
         ),
-        senders.sign_call(
-            CHAIN_ID,
-            nonce + 2,
-            Some(contract),
-            U256::ZERO,
-            word,
-            100_000,
-        ),
-    ];
+        call(nonce + 2, Some(contract), 0, word, 100_000),
+    ]
+    .map(|c| senders.sign(c));
     let hashes: Vec<String> = txs
         .iter()
         .map(|tx| {

@@ -109,25 +109,8 @@ impl Senders {
         (self.transfers.address(), self.blobs.address())
     }
 
-    /// An EIP-1559 transaction from the transfers account, signed (100 gwei fee cap, 1 gwei
-    /// tip): a call of `to` with `input`, or a contract creation when `to` is `None`.
-    pub fn sign_call(
-        &self,
-        chain_id: u64,
-        nonce: u64,
-        to: Option<Address>,
-        value: U256,
-        input: Bytes,
-        gas_limit: u64,
-    ) -> PreparedTx {
-        let call = Call {
-            chain_id,
-            nonce,
-            to,
-            value,
-            input,
-            gas_limit,
-        };
+    /// `call` signed by the transfers account.
+    pub fn sign(&self, call: Call) -> PreparedTx {
         call.sign(&self.transfers)
     }
 }
@@ -396,14 +379,22 @@ impl Load {
     }
 }
 
-/// An EIP-1559 call or creation (100 gwei fee cap, 1 gwei tip).
-struct Call {
-    chain_id: u64,
-    nonce: u64,
-    to: Option<Address>,
-    value: U256,
-    input: Bytes,
-    gas_limit: u64,
+/// An EIP-1559 call, or a contract creation when `to` is `None` (100 gwei fee cap, 1 gwei
+/// tip).
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// The chain's id.
+    pub chain_id: u64,
+    /// The sender's nonce.
+    pub nonce: u64,
+    /// The account called; `None` creates a contract from `input`.
+    pub to: Option<Address>,
+    /// Wei sent.
+    pub value: U256,
+    /// Call data or init code.
+    pub input: Bytes,
+    /// The gas limit.
+    pub gas_limit: u64,
 }
 
 impl Call {

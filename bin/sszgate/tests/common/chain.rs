@@ -102,14 +102,7 @@ impl Chain {
 
     /// The head slot now (0 before the first block).
     pub(crate) fn head(&self) -> u64 {
-        self.beacon("/eth/v1/beacon/headers/head")
-            .and_then(|h| {
-                h["data"]["header"]["message"]["slot"]
-                    .as_str()?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .unwrap_or(0)
+        head_slot(self.up["beacon_rest"].as_str().unwrap())
     }
 
     /// The head slot, once it reaches `slot` (at most `within`).
@@ -157,6 +150,28 @@ impl Drop for Chain {
             .arg(self.up["run"].as_str().unwrap_or_default())
             .status();
     }
+}
+
+/// The head slot of the Beacon API at `beacon` (0 before the first block, or when it does
+/// not answer).
+pub(crate) fn head_slot(beacon: &str) -> u64 {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-m",
+            "5",
+            &format!("{beacon}/eth/v1/beacon/headers/head"),
+        ])
+        .output();
+    out.ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .and_then(|h| {
+            h["data"]["header"]["message"]["slot"]
+                .as_str()?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0)
 }
 
 /// An eth_* JSON-RPC call; its `result`, or the whole answer when it has none.
