@@ -33,6 +33,8 @@ const COLIBRI_PEER: &str = include_str!("../../../scripts/colibri-peer.mjs");
 const MAX_PEER_LINE: u64 = 64 << 20;
 /// The largest upstream answer the verifier takes.
 const MAX_ANSWER: usize = 64 << 20;
+/// The largest `test.json` read (the 170-transaction block's is ~0.4 MB).
+const MAX_TEST_JSON: u64 = 16 << 20;
 /// The case whose recorded sync aggregate the BLS rows check.
 const BLS_CASE: &str = "eth_blockNumber_electra";
 
@@ -128,7 +130,7 @@ fn cases(options: &Options) -> Result<Vec<Case>, String> {
     for entry in entries.flatten() {
         let dir = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Ok(text) = std::fs::read_to_string(dir.join("test.json")) else {
+        let Ok(text) = read_bounded(&dir.join("test.json"), MAX_TEST_JSON) else {
             continue;
         };
         if options.only.as_deref().is_some_and(|o| !name.contains(o)) {
@@ -149,6 +151,19 @@ fn cases(options: &Options) -> Result<Vec<Case>, String> {
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// A text file of at most `max` bytes; a larger one is an error, not read whole.
+fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if text.len() as u64 > max {
+        return Err(format!("{}: larger than {max} bytes", path.display()));
+    }
+    Ok(text)
 }
 
 /// A recorded sync aggregate over its parent block, and the committee that signed it.

@@ -160,16 +160,19 @@ async fn handle(
     Ok(answer)
 }
 
+/// Header `name` as text, empty when absent or not visible ASCII.
+fn header_text(headers: &HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
 /// Notes every check on one request; true for a `POST /forkchoice` (counted in flight).
 fn judge(state: &State, method: &str, target: &str, headers: &HeaderMap, body: &[u8]) -> bool {
     let line = format!("{method} {target}");
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
+    let text = |name: &str| header_text(headers, name);
     let mut sheet = lock(&state.sheet);
     let token = text(header::AUTHORIZATION.as_str());
     let jwt = match token.strip_prefix("Bearer ") {
@@ -212,13 +215,7 @@ fn judge_hot(
     headers: &HeaderMap,
     body: &[u8],
 ) -> bool {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
+    let text = |name: &str| header_text(headers, name);
     let accept = text(header::ACCEPT.as_str());
     sheet.note(
         "cl.accept",
