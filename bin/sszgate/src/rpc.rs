@@ -1,9 +1,14 @@
-//! `sszgate rpc`: a verified `eth_*` JSON-RPC endpoint. A beacon light client (trusting a
-//! checkpoint block root) anchors execution blocks; every answer of the untrusted execution
-//! RPC is checked against them before it is returned (`sszgate-rpc`).
+//! `sszgate rpc`: a verified `eth_*` JSON-RPC endpoint, in one of two modes.
 //!
-//! Arguments are resolved to the server's configuration by a pure function ([`settings`]);
-//! the rest starts the light client, keeps it synced and serves until a signal.
+//! - Local (`--execution` and `--beacon`): a beacon light client (trusting a checkpoint block
+//!   root) anchors execution blocks; every answer of the untrusted execution RPC is checked
+//!   against them before it is returned (`sszgate-rpc`). With `--serve-proofs` the same
+//!   server also builds colibri.stateless proofs for other verifiers at `POST /proof`.
+//! - Remote (`--prover URL`): every request is answered from an SSZ proof the prover sends,
+//!   checked against the sync-committee keys this verifier holds (`sszgate-proof`'s `remote`).
+//!
+//! Arguments are resolved to the server's configuration by pure functions ([`mode`],
+//! [`settings`]); the rest starts the trust source and serves until a signal.
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
@@ -14,17 +19,37 @@ use sszgate_light::{
     ChainSpec, HttpBeaconApi, LightClient,
     client::{fetch_chain_spec, fetch_finalized_checkpoint},
 };
-use sszgate_rpc::{Config, LightAnchors};
+use sszgate_proof::{
+    TrustedState,
+    prover::{Prover, endpoint::ProofEndpoint},
+    remote::ProofClient,
+};
+use sszgate_rpc::{Config, LightAnchors, Routes, Server};
 
 /// `sszgate rpc`.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct RpcArgs {
-    /// The untrusted execution JSON-RPC (any provider or node).
+    /// The untrusted execution JSON-RPC (any provider or node). Local mode: required;
+    /// with --prover: only for methods allowed unverified.
     #[arg(long, env = "SSZGATE_RPC_EXECUTION", value_name = "URL")]
-    execution: String,
-    /// The untrusted Beacon API (light-client updates, blocks).
+    execution: Option<String>,
+    /// The untrusted Beacon API (light-client updates, blocks). Local mode: required; with
+    /// --prover: read for the chain's parameters only (default: mainnet's).
     #[arg(long, env = "SSZGATE_RPC_BEACON", value_name = "URL")]
-    beacon: String,
+    beacon: Option<String>,
+    /// Verify proofs from this colibri-compatible prover (`sszgate rpc --serve-proofs`'s
+    /// `/proof`, or colibri's) instead of fetching and checking standard RPC data.
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_PROVER",
+        value_name = "URL",
+        conflicts_with = "serve_proofs"
+    )]
+    prover: Option<String>,
+    /// Also serve colibri.stateless proofs at `POST /proof` (colibri's remote-prover API),
+    /// built from --execution and --beacon.
+    #[arg(long, env = "SSZGATE_RPC_SERVE_PROOFS")]
+    serve_proofs: bool,
     /// The trusted block root to start from; without it, the beacon node's finalized
     /// checkpoint is taken on trust (a warning says so).
     #[arg(long, env = "SSZGATE_RPC_CHECKPOINT", value_name = "ROOT")]
@@ -35,13 +60,10 @@ pub(crate) struct RpcArgs {
     /// The chain id answered by eth_chainId; known for mainnet, sepolia and hoodi.
     #[arg(long, env = "SSZGATE_RPC_CHAIN_ID")]
     chain_id: Option<u64>,
-    /// Where the light client keeps what it verified, so a restart does not sync again.
-    #[arg(
-        long,
-        env = "SSZGATE_RPC_STATE",
-        default_value = "sszgate-light-client.json"
-    )]
-    state: PathBuf,
+    /// Where what was verified is kept, so a restart does not sync again [default: local
+    /// mode sszgate-light-client.json; --prover sszgate-proof-keys.bin].
+    #[arg(long, env = "SSZGATE_RPC_STATE", value_name = "PATH")]
+    state: Option<PathBuf>,
     /// Methods passed through unverified (comma-separated), marked in the log and metrics.
     #[arg(
         long,
@@ -57,6 +79,53 @@ pub(crate) struct RpcArgs {
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
+}
+
+/// Where the trust comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    /// The light client over `beacon`, answers checked against `execution`.
+    Local {
+        execution: String,
+        beacon: String,
+        serve_proofs: bool,
+    },
+    /// Proofs from `prover`; `beacon` (optional) names the chain.
+    Remote {
+        prover: String,
+        beacon: Option<String>,
+    },
+}
+
+/// The mode the arguments ask for, or what is missing.
+fn mode(args: &RpcArgs) -> Result<Mode> {
+    match (&args.prover, &args.execution, &args.beacon) {
+        (Some(prover), execution, beacon) => {
+            if !args.allow_unverified.is_empty() && execution.is_none() {
+                bail!("--allow-unverified with --prover needs --execution to pass methods to");
+            }
+            Ok(Mode::Remote {
+                prover: prover.clone(),
+                beacon: beacon.clone(),
+            })
+        }
+        (None, Some(execution), Some(beacon)) => Ok(Mode::Local {
+            execution: execution.clone(),
+            beacon: beacon.clone(),
+            serve_proofs: args.serve_proofs,
+        }),
+        (None, _, _) => bail!(
+            "name the untrusted sources: --execution URL and --beacon URL (local verification), or --prover URL (proofs)"
+        ),
+    }
+}
+
+/// The state file: the flag's, else the mode's default.
+fn state_path(args: &RpcArgs, mode: &Mode) -> PathBuf {
+    args.state.clone().unwrap_or_else(|| match mode {
+        Mode::Local { .. } => "sszgate-light-client.json".into(),
+        Mode::Remote { .. } => "sszgate-proof-keys.bin".into(),
+    })
 }
 
 /// The time `--clock` fixes the light client's clock at.
@@ -76,7 +145,7 @@ fn known_chain_id(name: &str) -> Option<u64> {
     }
 }
 
-/// The server's configuration, from the arguments and the chain the beacon node serves.
+/// The server's configuration, from the arguments and the chain being verified.
 fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
     let chain_id = match (args.chain_id, known_chain_id(&spec.name)) {
         (Some(given), Some(known)) if given != known => {
@@ -91,8 +160,8 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
             spec.name
         ),
     };
-    let mut config = Config::new(&args.execution, chain_id);
-    config.beacon = Some(args.beacon.clone());
+    let mut config = Config::new(args.execution.as_deref().unwrap_or(""), chain_id);
+    config.beacon = args.beacon.clone();
     config.listen = args.listen;
     config.upstream_timeout = args.upstream_timeout;
     config.allow_unverified = args.allow_unverified.clone();
@@ -105,25 +174,66 @@ pub(crate) fn run(args: RpcArgs) -> Result<()> {
 }
 
 async fn run_async(args: RpcArgs) -> Result<()> {
-    let api = HttpBeaconApi::new(&args.beacon, args.upstream_timeout).context("--beacon")?;
-    let spec = fetch_chain_spec(&api)
-        .await
-        .context("reading the chain's parameters from --beacon")?;
-    let config = settings(&args, &spec)?;
-    let checkpoint = match args.checkpoint {
-        Some(root) => root,
-        None => {
-            let root = fetch_finalized_checkpoint(&api)
-                .await
-                .context("the finalized checkpoint")?;
-            if !args.state.exists() {
-                tracing::warn!(%root, "no --checkpoint: starting from the beacon node's finalized checkpoint, taken on trust (trust on first use); pass --checkpoint ROOT from a source you trust");
-            }
-            root
+    let mode = mode(&args)?;
+    let state = state_path(&args, &mode);
+    let server = match &mode {
+        Mode::Local {
+            execution,
+            beacon,
+            serve_proofs,
+        } => serve_local(&args, execution, beacon, *serve_proofs, state).await?,
+        Mode::Remote { prover, beacon } => {
+            serve_remote(&args, prover, beacon.as_deref(), state).await?
         }
     };
-    tracing::info!(chain = %spec.name, state = %args.state.display(), "light client: bootstrapping or resuming");
-    let mut client = LightClient::open(api, spec, args.state.clone(), checkpoint)
+    wait(server).await
+}
+
+/// Serves until a signal; a listener that fails ends the process with an error.
+async fn wait(mut server: Server) -> Result<()> {
+    tokio::select! {
+        _ = crate::shutdown_signal() => {
+            tracing::info!("stopping");
+            Ok(())
+        }
+        _ = server.stopped() => bail!("the JSON-RPC listener on {} failed", server.local_addr()),
+    }
+}
+
+/// The chain's parameters from the beacon node.
+async fn chain_spec(api: &HttpBeaconApi) -> Result<ChainSpec> {
+    fetch_chain_spec(api)
+        .await
+        .context("reading the chain's parameters from --beacon")
+}
+
+/// The checkpoint: the flag's, else the beacon node's finalized one (trust on first use).
+async fn checkpoint(args: &RpcArgs, api: &HttpBeaconApi, first_use: bool) -> Result<B256> {
+    if let Some(root) = args.checkpoint {
+        return Ok(root);
+    }
+    let root = fetch_finalized_checkpoint(api)
+        .await
+        .context("the finalized checkpoint")?;
+    if first_use {
+        tracing::warn!(%root, "no --checkpoint: starting from the beacon node's finalized checkpoint, taken on trust (trust on first use); pass --checkpoint ROOT from a source you trust");
+    }
+    Ok(root)
+}
+
+async fn serve_local(
+    args: &RpcArgs,
+    execution: &str,
+    beacon: &str,
+    serve_proofs: bool,
+    state: PathBuf,
+) -> Result<Server> {
+    let api = HttpBeaconApi::new(beacon, args.upstream_timeout).context("--beacon")?;
+    let spec = chain_spec(&api).await?;
+    let config = settings(args, &spec)?;
+    let checkpoint = checkpoint(args, &api, !state.exists()).await?;
+    tracing::info!(chain = %spec.name, state = %state.display(), "light client: bootstrapping or resuming");
+    let mut client = LightClient::open(api, spec.clone(), state, checkpoint)
         .await
         .context("starting the light client")?;
     if let Some(at) = args.clock {
@@ -133,13 +243,79 @@ async fn run_async(args: RpcArgs) -> Result<()> {
     let client = Arc::new(client);
     sync_once(&client).await?;
     tokio::spawn(keep_synced(client.clone()));
-    let server = sszgate_rpc::serve(config, LightAnchors(client))
+    let mut routes: Routes = Vec::new();
+    if serve_proofs {
+        let prover = Prover::new(execution, beacon, args.upstream_timeout)?.with_spec(spec);
+        routes.push(("/proof".into(), Arc::new(ProofEndpoint::new(prover))));
+    }
+    let verifier =
+        sszgate_rpc::local_verifier(&config, LightAnchors(client)).map_err(anyhow::Error::msg)?;
+    let server = sszgate_rpc::serve_with(config, verifier, routes)
         .await
         .map_err(|e| anyhow::anyhow!("serving on {}: {e}", args.listen))?;
-    tracing::info!(url = %server.url(), execution = %args.execution, beacon = %args.beacon, "sszgate rpc serving verified eth_* JSON-RPC");
-    crate::shutdown_signal().await;
-    tracing::info!("stopping");
-    Ok(())
+    let proofs = if serve_proofs {
+        " and proofs at POST /proof"
+    } else {
+        ""
+    };
+    tracing::info!(url = %server.url(), execution, beacon, "sszgate rpc serving verified eth_* JSON-RPC{proofs}");
+    Ok(server)
+}
+
+/// The remote mode's trust: the saved keys, else the checkpoint to bootstrap from.
+async fn remote_trust(
+    args: &RpcArgs,
+    spec: ChainSpec,
+    api: Option<&HttpBeaconApi>,
+    state: &std::path::Path,
+) -> Result<TrustedState> {
+    if state.exists() {
+        let trust = TrustedState::load(spec, state).map_err(anyhow::Error::msg)?;
+        tracing::info!(periods = ?trust.periods(), state = %state.display(), "committee keys loaded");
+        return Ok(trust);
+    }
+    let root = match (args.checkpoint, api) {
+        (Some(root), _) => root,
+        (None, Some(api)) => checkpoint(args, api, true).await?,
+        (None, None) => bail!(
+            "--prover: name a trusted beacon block root with --checkpoint ROOT (the prover's first proof then carries its bootstrap)"
+        ),
+    };
+    let mut trust = TrustedState::new(spec);
+    trust.checkpoint = Some(root);
+    Ok(trust)
+}
+
+async fn serve_remote(
+    args: &RpcArgs,
+    prover: &str,
+    beacon: Option<&str>,
+    state: PathBuf,
+) -> Result<Server> {
+    let api = match beacon {
+        Some(url) => Some(HttpBeaconApi::new(url, args.upstream_timeout).context("--beacon")?),
+        None => None,
+    };
+    let spec = match &api {
+        Some(api) => chain_spec(api).await?,
+        None => ChainSpec::mainnet(),
+    };
+    let config = settings(args, &spec)?;
+    let trust = remote_trust(args, spec, api.as_ref(), &state).await?;
+    let client = ProofClient::new(
+        prover,
+        args.upstream_timeout,
+        trust,
+        config.chain_id,
+        Some(state),
+    )
+    .map_err(anyhow::Error::msg)
+    .context("--prover")?;
+    let server = sszgate_rpc::serve_with(config, client, Vec::new())
+        .await
+        .map_err(|e| anyhow::anyhow!("serving on {}: {e}", args.listen))?;
+    tracing::info!(url = %server.url(), prover, "sszgate rpc serving eth_* JSON-RPC verified from the prover's proofs");
+    Ok(server)
 }
 
 /// One sync, with a progress line.
@@ -234,5 +410,48 @@ mod tests {
         assert_eq!(c.upstream_timeout, Duration::from_secs(3));
         assert_eq!(c.beacon.as_deref(), Some("http://cl"));
         assert_eq!(c.execution, "http://el");
+    }
+
+    fn remote(extra: &[&str]) -> RpcArgs {
+        let mut argv = vec!["rpc", "--prover", "http://prover/proof"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).args
+    }
+
+    #[test]
+    fn the_mode_follows_the_sources_named_and_says_what_is_missing() {
+        let local = args(&["--serve-proofs"]);
+        assert_eq!(
+            mode(&local).unwrap(),
+            Mode::Local {
+                execution: "http://el".into(),
+                beacon: "http://cl".into(),
+                serve_proofs: true
+            }
+        );
+        assert_eq!(
+            state_path(&local, &mode(&local).unwrap()),
+            PathBuf::from("sszgate-light-client.json")
+        );
+        let r = remote(&[]);
+        assert_eq!(
+            mode(&r).unwrap(),
+            Mode::Remote {
+                prover: "http://prover/proof".into(),
+                beacon: None
+            }
+        );
+        assert_eq!(
+            state_path(&r, &mode(&r).unwrap()),
+            PathBuf::from("sszgate-proof-keys.bin")
+        );
+        let passing = mode(&remote(&["--allow-unverified", "eth_gasPrice"])).unwrap_err();
+        assert!(passing.to_string().contains("--execution"), "{passing}");
+        let none = Cli::try_parse_from(["rpc", "--execution", "http://el"]).unwrap();
+        let e = mode(&none.args).unwrap_err().to_string();
+        assert!(e.contains("--beacon") && e.contains("--prover"), "{e}");
+        assert!(Cli::try_parse_from(["rpc", "--prover", "http://p", "--serve-proofs"]).is_err());
+        let c = settings(&r, &ChainSpec::mainnet()).unwrap();
+        assert_eq!((c.execution.as_str(), c.chain_id), ("", 1));
     }
 }

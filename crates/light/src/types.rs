@@ -237,7 +237,7 @@ impl Update {
 
 /// Slot of the light-client header a variable-size container starts with: its first field is
 /// an offset to that header, whose first 8 bytes are the beacon slot. Used to pick the fork.
-fn leading_header_slot(bytes: &[u8], what: &'static str) -> Result<u64, LightError> {
+pub fn leading_header_slot(bytes: &[u8], what: &'static str) -> Result<u64, LightError> {
     let offset = bytes
         .get(..4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)

@@ -7,7 +7,8 @@
 //! a signature), `multiproof` (SSZ multiproofs), `patricia` (trie proofs), `params` (request
 //! parameters), `render` (JSON), and one module per method family: `blocks`, `txs`,
 //! `receipts`, `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
-//! execution RPC and a Beacon API.
+//! execution RPC and a Beacon API, and serves them (`prover::endpoint`);
+//! `remote` verifies a prover's proofs as `sszgate rpc --prover` does.
 //!
 //! Where sszgate deliberately differs from colibri (the spec's §15) is said in the module that
 //! makes the difference.
@@ -22,6 +23,7 @@ pub mod params;
 pub mod patricia;
 pub mod prover;
 pub mod receipts;
+pub mod remote;
 pub mod render;
 pub mod ssz;
 pub mod trust;

@@ -1,15 +1,21 @@
 //! What a verifier trusts (spec §8.3): the chain's parameters, an optional checkpoint (a
-//! beacon block root) and sync-committee keys per period; and the light-client sync data of a
-//! proof (§8.1) that adds keys to it.
+//! beacon block root) and sync-committee keys per period; the light-client sync data of a
+//! proof (§8.1) that adds keys to it; the `c4` client state (§13) that tells a prover what the
+//! verifier lacks; saving and loading the keys; and a small cache of signatures already
+//! checked.
 //!
 //! Sync data is checked as the consensus specs check light-client updates, not as colibri
 //! does (§15 items 4, 5): the committee and domain come from the update's `signature_slot`,
 //! at least 2/3 of the committee must have signed, the attested and finalized headers'
 //! execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use alloy_primitives::{B256, Bytes, keccak256};
+use sha2::{Digest, Sha256};
+use ssz::{Decode, Encode};
 use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
 use sszgate_light::bls::CommitteeKeys;
@@ -27,6 +33,9 @@ use crate::types::{BootstrapUnion, LcSyncData, UpdateUnion};
 /// Periods of committee keys kept at most (colibri keeps 8); the oldest go first.
 pub const MAX_PERIODS: usize = 8;
 
+/// Signatures remembered as checked (a repeated header costs a hash, not a pairing).
+const VERIFIED_SIGNATURES: usize = 64;
+
 /// The verifier's trust: chain parameters, checkpoint and committee keys by period.
 #[derive(Debug, Clone)]
 pub struct TrustedState {
@@ -34,9 +43,87 @@ pub struct TrustedState {
     pub spec: ChainSpec,
     /// A trusted beacon block root a bootstrap must match.
     pub checkpoint: Option<B256>,
-    committees: BTreeMap<u64, CommitteeKeys>,
+    committees: BTreeMap<u64, (SyncCommittee, CommitteeKeys)>,
     /// Contract code known by its hash, for eth_call proofs that do not ship it.
     pub codes: HashMap<B256, Bytes>,
+    /// Digests of (signing root, aggregate) pairs whose signature verified, newest last.
+    verified: Arc<Mutex<VecDeque<B256>>>,
+}
+
+/// What a verifier tells a prover it has (the `c4` field, spec §8.3 and §13): nothing, the
+/// periods whose keys it holds, or only a trusted checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientState {
+    /// Nothing: the prover sends no sync data.
+    Empty,
+    /// Keys of these periods.
+    Periods(Vec<u64>),
+    /// A checkpoint and no keys: the prover sends its bootstrap.
+    Checkpoint(B256),
+}
+
+/// The most periods a client state may name (colibri keeps 8).
+const MAX_STATE_PERIODS: usize = 16;
+
+impl ClientState {
+    /// Decodes the state bytes: empty, `01` and u32 LE periods, or `02` and a block root.
+    pub fn from_bytes(b: &[u8]) -> Result<ClientState, String> {
+        match b.split_first() {
+            None => Ok(ClientState::Empty),
+            Some((1, rest)) if rest.len() % 4 == 0 && rest.len() / 4 <= MAX_STATE_PERIODS => {
+                let periods = rest.chunks_exact(4);
+                Ok(ClientState::Periods(
+                    periods
+                        .map(|p| u64::from(u32::from_le_bytes([p[0], p[1], p[2], p[3]])))
+                        .collect(),
+                ))
+            }
+            Some((2, rest)) if rest.len() == 32 => {
+                Ok(ClientState::Checkpoint(B256::from_slice(rest)))
+            }
+            Some((status, rest)) => Err(format!(
+                "client state: status {status} with {} bytes (01 + up to {MAX_STATE_PERIODS} u32 periods, or 02 + a 32-byte root)",
+                rest.len()
+            )),
+        }
+    }
+
+    /// The state bytes (see [`ClientState::from_bytes`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            ClientState::Empty => Vec::new(),
+            ClientState::Periods(periods) => std::iter::once(1u8)
+                .chain(periods.iter().flat_map(|p| (*p as u32).to_le_bytes()))
+                .collect(),
+            ClientState::Checkpoint(root) => std::iter::once(2u8).chain(root.0).collect(),
+        }
+    }
+}
+
+/// The saved file's first bytes.
+const SAVED_MAGIC: &[u8; 8] = b"SZGTRST1";
+/// Magic, checkpoint flag and root, entry count.
+const SAVED_HEAD: usize = 8 + 1 + 32 + 1;
+/// `SyncCommittee` in SSZ: 512 keys and the aggregate.
+const COMMITTEE_SSZ: usize = 513 * 48;
+/// Period, committee, uncompressed keys.
+const SAVED_ENTRY: usize = 8 + COMMITTEE_SSZ + 512 * 96;
+
+/// The saved file, bounded by the most entries it can hold.
+fn read_saved(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let max = SAVED_HEAD + MAX_PERIODS * SAVED_ENTRY;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() > max || bytes.len() < SAVED_HEAD {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, between {SAVED_HEAD} and {max} expected",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
 }
 
 fn sync_error(e: impl std::fmt::Display) -> ProofError {
@@ -54,6 +141,16 @@ impl TrustedState {
             checkpoint: None,
             committees: BTreeMap::new(),
             codes: HashMap::new(),
+            verified: Arc::default(),
+        }
+    }
+
+    /// What to tell a prover: the periods whose keys are known, else the checkpoint.
+    pub fn client_state(&self) -> ClientState {
+        match (self.committees.is_empty(), self.checkpoint) {
+            (false, _) => ClientState::Periods(self.periods()),
+            (true, Some(root)) => ClientState::Checkpoint(root),
+            (true, None) => ClientState::Empty,
         }
     }
 
@@ -79,8 +176,15 @@ impl TrustedState {
         period: u64,
         committee: &SyncCommittee,
     ) -> Result<(), ProofError> {
+        if self
+            .committees
+            .get(&period)
+            .is_some_and(|(known, _)| known == committee)
+        {
+            return Ok(()); // an update repeating a known committee: no decompression again
+        }
         let keys = CommitteeKeys::new(committee, period).map_err(sync_error)?;
-        self.committees.insert(period, keys);
+        self.committees.insert(period, (committee.clone(), keys));
         while self.committees.len() > MAX_PERIODS {
             self.committees.pop_first();
         }
@@ -111,7 +215,7 @@ impl TrustedState {
             format!("{what}: {participants} of 512 signed, at least 342 required")
         })?;
         let period = self.spec.period(signature_slot);
-        let Some(keys) = self.committees.get(&period) else {
+        let Some((_, keys)) = self.committees.get(&period) else {
             return fail(
                 Check::Committee,
                 format!(
@@ -121,11 +225,85 @@ impl TrustedState {
             );
         };
         let domain = self.spec.domain_for_signature_slot(signature_slot);
-        keys.verify(aggregate, signing_root(object_root, domain), signature_slot)
+        let root = signing_root(object_root, domain);
+        let digest = B256::from_slice(
+            &Sha256::new()
+                .chain_update(root)
+                .chain_update(keys.root)
+                .chain_update(aggregate.as_ssz_bytes())
+                .finalize(),
+        );
+        if self.remembers(digest) {
+            return Ok(());
+        }
+        keys.verify(aggregate, root, signature_slot)
             .map_err(|e| ProofError::Check {
                 check: Check::Signature,
                 detail: format!("{what}: {e}"),
-            })
+            })?;
+        self.remember(digest);
+        Ok(())
+    }
+
+    fn remembers(&self, digest: B256) -> bool {
+        self.verified
+            .lock()
+            .map(|v| v.contains(&digest))
+            .unwrap_or(false)
+    }
+
+    fn remember(&self, digest: B256) {
+        if let Ok(mut v) = self.verified.lock() {
+            if v.len() == VERIFIED_SIGNATURES {
+                v.pop_front();
+            }
+            v.push_back(digest);
+        }
+    }
+
+    /// Saves the checkpoint and the keys (with their uncompressed form, so loading them costs
+    /// no decompression) to `path`, through a temporary file.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut out = Vec::from(*SAVED_MAGIC);
+        out.push(u8::from(self.checkpoint.is_some()));
+        out.extend_from_slice(&self.checkpoint.unwrap_or_default().0);
+        out.push(self.committees.len() as u8);
+        for (period, (committee, keys)) in &self.committees {
+            out.extend_from_slice(&period.to_le_bytes());
+            out.extend_from_slice(&committee.as_ssz_bytes());
+            out.extend_from_slice(&keys.to_uncompressed());
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, &out)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Loads what [`TrustedState::save`] wrote, for chain `spec`.
+    pub fn load(spec: ChainSpec, path: &Path) -> Result<TrustedState, String> {
+        let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let bytes = read_saved(path).map_err(|e| at(&e))?;
+        let mut state = TrustedState::new(spec);
+        let (head, mut rest) = bytes.split_at(SAVED_HEAD);
+        if &head[..8] != SAVED_MAGIC {
+            return Err(at(&"not a saved sszgate proof trust file"));
+        }
+        if head[8] == 1 {
+            state.checkpoint = Some(B256::from_slice(&head[9..41]));
+        }
+        for i in 0..head[41] {
+            let entry = rest
+                .get(..SAVED_ENTRY)
+                .ok_or_else(|| at(&format!("entry {i} truncated")))?;
+            let period = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
+            let committee = SyncCommittee::from_ssz_bytes(&entry[8..8 + COMMITTEE_SSZ])
+                .map_err(|e| at(&format!("entry {i}: {e:?}")))?;
+            let keys =
+                CommitteeKeys::from_uncompressed(&committee, period, &entry[8 + COMMITTEE_SSZ..])
+                    .map_err(|e| at(&format!("entry {i}: {e}")))?;
+            state.committees.insert(period, (committee, keys));
+            rest = &rest[SAVED_ENTRY..];
+        }
+        Ok(state)
     }
 
     /// Applies a proof's sync data: its bootstrap (needs the checkpoint) and its updates, in

@@ -38,6 +38,9 @@ pub enum Check {
     LogsBloom,
     /// A transaction's signature yields a sender.
     Sender,
+    /// A check of an SSZ proof from a prover, by the proof verifier's name for it
+    /// (`signature`, `body_root`, `account_proof` …).
+    Proof(&'static str),
 }
 
 impl Check {
@@ -59,6 +62,7 @@ impl Check {
             Check::ReceiptType => "receipt_type",
             Check::LogsBloom => "logs_bloom",
             Check::Sender => "sender",
+            Check::Proof(name) => name,
         }
     }
 }

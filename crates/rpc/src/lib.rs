@@ -7,7 +7,8 @@
 //! untrusted [`Upstream`] and is checked against an anchored hash before it is used
 //! ([`Verifier`]). [`serve`] puts a JSON-RPC server in front of it.
 //!
-//! Modules: `anchors` (the trust input), `blobs` (the chain's blob schedule), `upstream` (the untrusted client), `blocks` (headers
+//! Modules: `anchors` (the trust input), `backend` (what the server asks for answers: the
+//! [`Answerer`] trait, extra POST [`Route`]s), `blobs` (the chain's blob schedule), `upstream` (the untrusted client), `blocks` (headers
 //! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
 //! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
 //! proven state), `verifier` (the methods),
@@ -15,6 +16,7 @@
 //! rendering of it).
 
 mod anchors;
+mod backend;
 mod blobs;
 mod blocks;
 mod call;
@@ -29,10 +31,11 @@ mod upstream;
 mod verifier;
 
 pub use anchors::{AnchorSource, FixedAnchors, LightAnchors};
+pub use backend::{Answerer, BoxFuture, Route, RouteAnswer};
 pub use blobs::BlobSchedule;
 pub use call::eth_call_cfg;
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
-pub use server::{Config, Metrics, Server, serve};
+pub use server::{Config, Metrics, Routes, Server, local_verifier, serve, serve_with};
 pub use sszgate_light::{Anchor, BlockRef, Trust};
 pub use upstream::Upstream;
 pub use verifier::{Limits, METHODS, Verifier};

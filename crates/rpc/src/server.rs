@@ -1,10 +1,11 @@
 //! The JSON-RPC server (hyper 1, HTTP/1.1 POST): single requests and batches (bounded count
-//! and body size), JSON-RPC error codes, verified answers from the [`Verifier`], methods on
-//! the `allow_unverified` list passed through (logged and counted as such), and
-//! `GET /metrics` (Prometheus text: requests per method and outcome, failures per check, and
-//! the light client's slots and lag when the anchors come from one).
+//! and body size), JSON-RPC error codes, verified answers from an [`Answerer`] (the local
+//! [`Verifier`] or a proof client), methods on the `allow_unverified` list passed through
+//! (logged and counted as such), extra POST [`Route`]s at their own paths (the prover
+//! endpoint), and `GET /metrics` (Prometheus text: requests per method and outcome, failures
+//! per check, and the answerer's gauges, such as the light client's slots and lag).
 //!
-//! Not here: the checks (`verifier`), the command line (the binary's).
+//! Not here: the checks (`verifier`, the proof crate), the command line (the binary's).
 
 use std::{
     collections::BTreeMap,
@@ -23,16 +24,17 @@ use tokio::{net::TcpListener, task::JoinHandle};
 
 use crate::{
     AnchorSource,
+    backend::{Answerer, Route, RouteAnswer},
     blobs::BlobSchedule,
     error::RpcError,
     upstream::Upstream,
-    verifier::{Limits, METHODS, Verifier},
+    verifier::{Limits, Verifier},
 };
 
 /// What the server listens on, reads from, and allows.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The untrusted execution JSON-RPC URL.
+    /// The untrusted execution JSON-RPC URL; empty: none (no pass-through).
     pub execution: String,
     /// The untrusted Beacon API base URL (block bodies from beacon blocks), if any.
     pub beacon: Option<String>,
@@ -159,7 +161,7 @@ impl Metrics {
 
 /// The light client's standing as Prometheus gauges: its header slots, the wall clock's slot,
 /// how far the optimistic header lags it, its period and whether the next committee is known.
-fn light_gauges(s: &sszgate_light::client::LightStatus) -> String {
+pub(crate) fn light_gauges(s: &sszgate_light::client::LightStatus) -> String {
     let mut out = String::from(
         "# HELP sszgate_rpc_light_slot Slot of the light client's headers, and the wall clock's.\n# TYPE sszgate_rpc_light_slot gauge\n",
     );
@@ -188,8 +190,14 @@ fn outcome_label(outcome: &str) -> Option<&'static str> {
         .find(|o| *o == outcome)
 }
 
-struct Shared<A> {
-    verifier: Verifier<A>,
+/// Extra POST routes: a path and what answers it.
+pub type Routes = Vec<(String, Arc<dyn Route>)>;
+
+struct Shared<B> {
+    answerer: B,
+    /// The execution RPC that methods allowed unverified are passed to.
+    passthrough: Option<Upstream>,
+    routes: Routes,
     config: Config,
     metrics: Arc<Metrics>,
 }
@@ -219,6 +227,12 @@ impl Server {
 
     /// Stops accepting connections.
     pub fn stop(self) {}
+
+    /// Resolves when the server stopped accepting on its own (its listener failed): a
+    /// process should then end rather than keep a port that answers nothing.
+    pub async fn stopped(&mut self) {
+        let _ = (&mut self.task).await;
+    }
 }
 
 impl Drop for Server {
@@ -227,41 +241,96 @@ impl Drop for Server {
     }
 }
 
-/// Starts the verified JSON-RPC server for `config`, trusting `anchors`.
+/// Starts the verified JSON-RPC server for `config`, trusting `anchors` (the local
+/// verifier).
 pub async fn serve<A: AnchorSource>(config: Config, anchors: A) -> Result<Server, String> {
+    let verifier = local_verifier(&config, anchors)?;
+    serve_with(config, verifier, Vec::new()).await
+}
+
+/// The local verifier `config` describes, trusting `anchors`.
+pub fn local_verifier<A: AnchorSource>(config: &Config, anchors: A) -> Result<Verifier<A>, String> {
     let upstream = Upstream::new(
         &config.execution,
         config.beacon.as_deref(),
         config.upstream_timeout,
         config.max_upstream_answer,
     )?;
+    Ok(
+        Verifier::new(anchors, upstream, config.chain_id, config.limits)
+            .with_blob_schedule(config.blob_schedule.clone()),
+    )
+}
+
+/// Starts the JSON-RPC server for `config` with `answerer` and the extra POST `routes`.
+pub async fn serve_with<B: Answerer>(
+    config: Config,
+    answerer: B,
+    routes: Routes,
+) -> Result<Server, String> {
+    let passthrough = match config.execution.as_str() {
+        "" => None,
+        url => Some(Upstream::new(
+            url,
+            None,
+            config.upstream_timeout,
+            config.max_upstream_answer,
+        )?),
+    };
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| format!("listen on {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let metrics = Arc::new(Metrics::default());
     let shared = Arc::new(Shared {
-        verifier: Verifier::new(anchors, upstream, config.chain_id, config.limits)
-            .with_blob_schedule(config.blob_schedule.clone()),
+        answerer,
+        passthrough,
+        routes,
         config,
         metrics: metrics.clone(),
     });
-    let task = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req| handle(shared.clone(), req));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let task = tokio::spawn(accept_loop(listener, shared));
     Ok(Server {
         addr,
         metrics,
         task,
     })
+}
+
+/// Accepts connections until the listener fails, which ends the task ([`Server::stopped`]
+/// resolves) rather than leaving a port that answers nothing.
+async fn accept_loop<B: Answerer>(listener: TcpListener, shared: Arc<Shared<B>>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors and the like: wait and accept again.
+            Err(e) if is_transient(&e) => {
+                tracing::warn!(error = %e, "accept failed; trying again");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the JSON-RPC listener failed");
+                return;
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(shared.clone(), req));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// Accept errors that pass (descriptor limits, an aborted connection).
+fn is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock | OutOfMemory
+    ) || e.raw_os_error().is_some_and(|c| c == 24 || c == 23) // EMFILE, ENFILE
 }
 
 fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
@@ -278,27 +347,28 @@ fn error_reply(status: StatusCode, error: RpcError) -> Response<Full<Bytes>> {
     reply(status, "application/json", body.to_string())
 }
 
-async fn handle<A: AnchorSource>(
-    shared: Arc<Shared<A>>,
+async fn handle<B: Answerer>(
+    shared: Arc<Shared<B>>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    match (req.method(), req.uri().path()) {
+    let route = match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => {
-            let mut text = shared.metrics.render();
-            if let Some(status) = shared.verifier.anchors().status() {
-                text += &light_gauges(&status);
-            }
+            let text = shared.metrics.render() + &shared.answerer.gauges();
             return Ok(reply(StatusCode::OK, "text/plain; version=0.0.4", text));
         }
         (&Method::GET, "/health") => return Ok(reply(StatusCode::OK, "text/plain", "ok\n".into())),
-        (&Method::POST, _) => {}
+        (&Method::POST, path) => shared
+            .routes
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, r)| r.clone()),
         _ => {
             return Ok(error_reply(
                 StatusCode::METHOD_NOT_ALLOWED,
                 RpcError::InvalidRequest("JSON-RPC is POSTed; GET /metrics, GET /health".into()),
             ));
         }
-    }
+    };
     let limit = shared.config.max_request_body;
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => b.to_bytes(),
@@ -309,11 +379,25 @@ async fn handle<A: AnchorSource>(
             ));
         }
     };
-    Ok(answer_body(&shared, &body).await)
+    match route {
+        Some(route) => Ok(route_reply(route.answer(body).await)),
+        None => Ok(answer_body(&shared, &body).await),
+    }
+}
+
+fn route_reply(answer: RouteAnswer) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(answer.body)));
+    *response.status_mut() =
+        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(answer.content_type),
+    );
+    response
 }
 
 /// The answer to a POSTed body: one request or a batch.
-async fn answer_body<A: AnchorSource>(shared: &Shared<A>, body: &[u8]) -> Response<Full<Bytes>> {
+async fn answer_body<B: Answerer>(shared: &Shared<B>, body: &[u8]) -> Response<Full<Bytes>> {
     let request: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => return error_reply(StatusCode::OK, RpcError::Parse(e.to_string())),
@@ -345,33 +429,10 @@ async fn answer_body<A: AnchorSource>(shared: &Shared<A>, body: &[u8]) -> Respon
 }
 
 /// One JSON-RPC request's answer; `None` for a notification (no `id`).
-async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Option<Value> {
+async fn answer_one<B: Answerer>(shared: &Shared<B>, request: Value) -> Option<Value> {
     let id = request.get("id").cloned();
     let result = match parse_call(&request) {
-        Ok((method, params)) => {
-            let started = std::time::Instant::now();
-            let mut result = shared.verifier.call(method, &params).await;
-            let allowed = shared.config.allow_unverified.iter().any(|m| m == method);
-            let passed = allowed && matches!(result, Err(RpcError::Unverifiable(_)));
-            if passed {
-                tracing::warn!(method, "passed through unverified");
-                result = shared
-                    .verifier
-                    .upstream()
-                    .call(method, Value::Array(params))
-                    .await
-                    .map_err(RpcError::from);
-            }
-            let label = if METHODS.contains(&method) || allowed {
-                method
-            } else {
-                "other"
-            };
-            shared
-                .metrics
-                .record(label, &result, passed, started.elapsed());
-            result
-        }
+        Ok((method, params)) => answer_call(shared, method, params).await,
         Err(e) => Err(e),
     };
     // A valid request without an id is a notification: no answer. An invalid one is
@@ -385,6 +446,35 @@ async fn answer_one<A: AnchorSource>(shared: &Shared<A>, request: Value) -> Opti
         Ok(v) => json!({"jsonrpc": "2.0", "id": id, "result": v}),
         Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
     })
+}
+
+/// One call: verified, or passed through when allowed and not verifiable; counted.
+async fn answer_call<B: Answerer>(
+    shared: &Shared<B>,
+    method: &str,
+    params: Vec<Value>,
+) -> Result<Value, RpcError> {
+    let started = std::time::Instant::now();
+    let mut result = shared.answerer.call(method, &params).await;
+    let allowed = shared.config.allow_unverified.iter().any(|m| m == method);
+    let passed =
+        allowed && shared.passthrough.is_some() && matches!(result, Err(RpcError::Unverifiable(_)));
+    if let (true, Some(upstream)) = (passed, &shared.passthrough) {
+        tracing::warn!(method, "passed through unverified");
+        result = upstream
+            .call(method, Value::Array(params))
+            .await
+            .map_err(RpcError::from);
+    }
+    let label = if shared.answerer.methods().contains(&method) || allowed {
+        method
+    } else {
+        "other"
+    };
+    shared
+        .metrics
+        .record(label, &result, passed, started.elapsed());
+    result
 }
 
 fn parse_call(request: &Value) -> Result<(&str, Vec<Value>), RpcError> {

@@ -140,6 +140,23 @@ impl Upstream {
         Ok(bytes)
     }
 
+    /// POSTs `body` (JSON) to the execution URL asking for `accept`; the status and the
+    /// bounded answer, whatever the status (a prover's errors come with 4xx/5xx).
+    pub async fn post(
+        &self,
+        what: &str,
+        body: String,
+        accept: &'static str,
+    ) -> Result<(u16, Bytes), UpstreamError> {
+        let request = Request::post(self.execution.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, accept)
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| transport(what, e))?;
+        let (status, bytes) = self.exchange(what, request).await?;
+        Ok((status.as_u16(), bytes))
+    }
+
     /// One HTTP exchange: timeout over the whole of it, the body bounded.
     async fn exchange(
         &self,

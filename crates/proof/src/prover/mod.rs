@@ -3,13 +3,16 @@
 //! colibri's byte for byte where colibri's are correct.
 //!
 //! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash,
-//! eth_getTransactionReceipt, eth_getLogs, eth_call, and the account methods eth_getBalance, eth_getTransactionCount, eth_getStorageAt, eth_getProof
-//! (block argument a tag, a number or a hash). The signature is always the data block's child's
-//! sync aggregate (`signature_proof`); a child with an empty aggregate is refused rather than
-//! bridged with a header chain. Not here yet: eth_getCode, sync data, header chains, eth_call with
-//! state overrides.
+//! eth_getTransactionReceipt, eth_getLogs, eth_call, and the account methods eth_getBalance,
+//! eth_getTransactionCount, eth_getStorageAt, eth_getCode, eth_getProof (block argument a tag,
+//! a number or a hash). The signature is always the data block's child's sync aggregate
+//! (`signature_proof`); a child with an empty aggregate is refused rather than bridged with a
+//! header chain. Sync data is added for a client state (`sync`). Not here yet: header chains,
+//! historic proofs, eth_call with state overrides.
 
+pub mod endpoint;
 pub mod receipts;
+mod sync;
 pub mod tree;
 
 use std::time::Duration;
@@ -25,6 +28,7 @@ use crate::multiproof::{
     BLOCK_HASH, BLOCK_NUMBER, RECEIPTS_ROOT, STATE_ROOT, TIMESTAMP, transaction_gindex,
 };
 use crate::params::{self, BlockArg};
+use crate::trust::ClientState;
 use crate::types::{
     AccountProof, BigBytes, BlockNumberProof, BlockProof, C4Request, CallProof, CodeUnion,
     DataUnion, EthCallAccount, ExecutionPayloadUnion, HeaderProofUnion, LogsBlock, LogsTx,
@@ -81,6 +85,17 @@ impl Prover {
             spec: ChainSpec::mainnet(),
             include_code: false,
         })
+    }
+
+    /// The same prover for the chain `spec` (a devnet's forks and periods).
+    pub fn with_spec(mut self, spec: ChainSpec) -> Prover {
+        self.spec = spec;
+        self
+    }
+
+    /// The chain it proves for.
+    pub fn spec(&self) -> &ChainSpec {
+        &self.spec
     }
 
     async fn block(&self, id: &str) -> Result<AnyBlock, ProveError> {
@@ -156,8 +171,47 @@ impl Prover {
         Ok(Blocks { data, signing })
     }
 
-    /// Builds the proof of `method(params)`, SSZ-encoded.
+    /// Builds the proof of `method(params)`, SSZ-encoded, with no sync data.
     pub async fn prove(&self, method: &str, params: &Value) -> Result<Vec<u8>, ProveError> {
+        self.prove_for(method, params, self.include_code, &ClientState::Empty)
+            .await
+    }
+
+    /// Builds the proof of `method(params)` for a verifier in `client` state: with the
+    /// sync data it needs for the proof's signatures (spec §12.6); `include_code` ships
+    /// eth_call's code.
+    pub async fn prove_for(
+        &self,
+        method: &str,
+        params: &Value,
+        include_code: bool,
+        client: &ClientState,
+    ) -> Result<Vec<u8>, ProveError> {
+        let (data, proof) = self.proof(method, params, include_code).await?;
+        let needed = signed_slots(&proof)
+            .into_iter()
+            .map(|slot| self.spec.period(slot))
+            .max();
+        let sync_data = match needed {
+            Some(period) => sync::sync_data(&self.beacon, &self.spec, client, period).await?,
+            None => SyncDataUnion::None,
+        };
+        let request = C4Request {
+            version: [0, 0, 1, 0].into(),
+            data,
+            proof,
+            sync_data,
+        };
+        Ok(request.as_ssz_bytes())
+    }
+
+    /// The data and proof of one request.
+    async fn proof(
+        &self,
+        method: &str,
+        params: &Value,
+        include_code: bool,
+    ) -> Result<(DataUnion, ProofUnion), ProveError> {
         let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
         let (data, proof) = match method {
             "eth_blockNumber" => (DataUnion::None, self.block_number().await?),
@@ -176,19 +230,15 @@ impl Prover {
                     .await?
             }
             "eth_getLogs" => self.logs(params).await?,
-            "eth_call" => (DataUnion::None, self.call(params).await?),
-            "eth_getBalance" | "eth_getTransactionCount" | "eth_getStorageAt" | "eth_getProof" => {
-                (DataUnion::None, self.account(method, params).await?)
-            }
+            "eth_call" => (DataUnion::None, self.call(params, include_code).await?),
+            "eth_getBalance"
+            | "eth_getTransactionCount"
+            | "eth_getStorageAt"
+            | "eth_getProof"
+            | "eth_getCode" => self.account(method, params).await?,
             m => return Err(ProveError::Unsupported(format!("method {m}"))),
         };
-        let request = C4Request {
-            version: [0, 0, 1, 0].into(),
-            data,
-            proof,
-            sync_data: SyncDataUnion::None,
-        };
-        Ok(request.as_ssz_bytes())
+        Ok((data, proof))
     }
 
     async fn block_number(&self) -> Result<ProofUnion, ProveError> {
@@ -357,7 +407,7 @@ impl Prover {
     /// eth_call (§12.5): the accounts `debug_traceCall`'s prestate tracer reports (in its
     /// order: geth sorts them), less the zero address and the fee recipient, each with its
     /// `eth_getProof`.
-    async fn call(&self, params: &Value) -> Result<ProofUnion, ProveError> {
+    async fn call(&self, params: &Value, include_code: bool) -> Result<ProofUnion, ProveError> {
         let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
         let block = params::block(params, 1).map_err(param_err)?;
         let b = self.resolve(&block).await?;
@@ -384,7 +434,7 @@ impl Prover {
             if a.is_zero() || a == p.fee_recipient {
                 continue;
             }
-            accounts.push(self.call_account(a, state, &number).await?);
+            accounts.push(self.call_account(a, state, &number, include_code).await?);
         }
         let (state_block, leaves) = state_leaves(&block, p);
         Ok(ProofUnion::Call(Box::new(CallProof {
@@ -405,6 +455,7 @@ impl Prover {
         address: Address,
         state: &Value,
         number: &str,
+        include_code: bool,
     ) -> Result<EthCallAccount, ProveError> {
         let keys: Vec<&String> = state["storage"]
             .as_object()
@@ -417,7 +468,7 @@ impl Prover {
             .await?;
         let code = match state["code"].as_str() {
             None => CodeUnion::Used(false),
-            Some(_) if !self.include_code => CodeUnion::Used(true),
+            Some(_) if !include_code => CodeUnion::Used(true),
             Some(hex) => {
                 let code: Bytes = hex
                     .parse()
@@ -436,7 +487,12 @@ impl Prover {
         })
     }
 
-    async fn account(&self, method: &str, params: &Value) -> Result<ProofUnion, ProveError> {
+    /// An account method's proof; eth_getCode's code as data, read at the proven block.
+    async fn account(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> Result<(DataUnion, ProofUnion), ProveError> {
         let param_err = |e: crate::ProofError| ProveError::Params(e.to_string());
         let address: Address = params::address(params, 0).map_err(param_err)?;
         let keys: Vec<Value> = match method {
@@ -455,14 +511,16 @@ impl Prover {
         let b = self.resolve(&block).await?;
         let (header, header_proof, tree) = tie(&b)?;
         let p = b.data.execution_payload();
+        let number = format!("{:#x}", p.block_number);
         let answer = self
-            .rpc(
-                "eth_getProof",
-                json!([params[0], keys, format!("{:#x}", p.block_number)]),
-            )
+            .rpc("eth_getProof", json!([params[0], keys, number]))
             .await?;
+        let data = match method {
+            "eth_getCode" => DataUnion::Bytes(self.code(&params[0], &number).await?),
+            _ => DataUnion::None,
+        };
         let (state_block, leaves) = state_leaves(&block, p);
-        Ok(ProofUnion::Account(Box::new(AccountProof {
+        let proof = ProofUnion::Account(Box::new(AccountProof {
             account_proof: node_list(&answer["accountProof"])?,
             address,
             storage_proof: storage_proofs(&answer["storageProof"])?,
@@ -472,7 +530,36 @@ impl Prover {
                 header,
                 header_proof,
             },
-        })))
+        }));
+        Ok((data, proof))
+    }
+
+    /// The code of `address` at block `number` (colibri asks for `"lastest"`, §12.2: the
+    /// proven block is what the code must match).
+    async fn code(&self, address: &Value, number: &str) -> Result<BigBytes, ProveError> {
+        let code: Bytes = self
+            .rpc("eth_getCode", json!([address, number]))
+            .await?
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| upstream("eth_getCode: not hex"))?;
+        BigBytes::new(code.to_vec()).map_err(|e| upstream(format!("code: {e:?}")))
+    }
+}
+
+/// The slots whose sync committees sign a proof's headers (the slot after each data header,
+/// as the verifier takes it).
+fn signed_slots(proof: &ProofUnion) -> Vec<u64> {
+    let header = |h: &sszgate_light::types::BeaconBlockHeader| h.slot.saturating_add(1);
+    match proof {
+        ProofUnion::BlockNumber(p) => vec![header(&p.header)],
+        ProofUnion::Block(p) => vec![header(&p.header)],
+        ProofUnion::Transaction(p) => vec![header(&p.header)],
+        ProofUnion::Receipt(p) => vec![header(&p.header)],
+        ProofUnion::Logs(blocks) => blocks.iter().map(|b| header(&b.header)).collect(),
+        ProofUnion::Account(p) => vec![header(&p.state_proof.header)],
+        ProofUnion::Call(p) => vec![header(&p.state_proof.header)],
+        _ => Vec::new(),
     }
 }
 

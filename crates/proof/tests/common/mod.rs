@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -80,4 +81,100 @@ pub(crate) fn verify_vector(case: &str, bytes: &[u8]) -> Result<Value, sszgate_p
         &e["params"],
         &mut trust,
     )
+}
+
+/// The cases whose methods the prover builds.
+pub(crate) const PROVEN: &[&str] = &[
+    "eth_call1",
+    "eth_call1_include_code",
+    "eth_blockNumber_electra",
+    "eth_getBalance1",
+    "eth_getBlockByHash1",
+    "eth_getBlockByNumber_electra",
+    "eth_getLogs1",
+    "eth_getProof1",
+    "eth_getStorageAt1",
+    "eth_getTransactionByHash1",
+    "eth_getTransactionByHash_electra",
+    "eth_getTransactionCount1",
+    "eth_getTransactionReceipt1",
+    "trusted_block1",
+];
+
+/// `Some(x)` when `found`, else a loud skip (a failure under `CI=true`).
+pub(crate) fn needed<T>(found: Option<T>, what: &str) -> Option<T> {
+    if found.is_some() {
+        return found;
+    }
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!in_ci, "{what} missing");
+    eprintln!("!!! SKIPPED: {what} missing (the test fails under CI=true)");
+    None
+}
+
+pub(crate) fn recordings() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/colibri");
+    needed(
+        dir.is_dir().then_some(dir),
+        "the recorded cases (shared/data/colibri)",
+    )
+}
+
+/// colibri's npm package (`SSZGATE_COLIBRI`, as CI installs it; `COLIBRI_PKG`; else
+/// `tools/colibri/` next to the repository, as `shared/tools/colibri/README.md` installs it)
+/// and node.
+pub(crate) fn colibri() -> Option<PathBuf> {
+    let default = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tools/colibri/node_modules/@corpus-core/colibri-stateless");
+    let pkg = std::env::var_os("SSZGATE_COLIBRI")
+        .or_else(|| std::env::var_os("COLIBRI_PKG"))
+        .map(PathBuf::from)
+        .unwrap_or(default);
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    needed(
+        (node && pkg.join("index.js").exists()).then_some(pkg),
+        "node or colibri's npm package",
+    )
+}
+
+/// colibri's verifier on `proof` (`scripts/colibri-peer.mjs`, a new process), with the
+/// recording's storage (its committee keys) and, if given, a trusted checkpoint: the result,
+/// or its error.
+pub(crate) fn colibri_verifies(
+    pkg: &Path,
+    proof: &Path,
+    case: &str,
+    recording: &Path,
+    checkpoint: Option<&str>,
+) -> Result<serde_json::Value, String> {
+    use std::io::{BufRead, Write};
+    let e = expected(case);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
+    let request = serde_json::json!({"op": "verify", "case": recording, "method": e["method"],
+        "params": e["params"], "proof": proof, "fresh": true, "checkpoint": checkpoint});
+    let mut child = Command::new("node")
+        .arg(script)
+        .env("COLIBRI_PKG", pkg)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|err| err.to_string())?;
+    let mut stdin = child.stdin.take().ok_or("stdin")?;
+    writeln!(stdin, "{request}").map_err(|err| err.to_string())?;
+    drop(stdin);
+    let stdout = child.stdout.take().ok_or("stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(std::io::Read::take(stdout, 64 << 20))
+        .read_line(&mut line)
+        .map_err(|err| err.to_string())?;
+    let _ = child.wait();
+    let report: serde_json::Value =
+        serde_json::from_str(&line).map_err(|err| format!("{err}: {line}"))?;
+    match report["ok"].as_bool() {
+        Some(true) => Ok(report["result"].clone()),
+        _ => Err(report["error"].to_string()),
+    }
 }

@@ -1,0 +1,301 @@
+//! Prove, serve, verify over HTTP with colibri's recorded cases (`shared/data/colibri/`, served
+//! by the fixtures' replay server as execution RPC and Beacon API): the prover endpoint
+//! (`POST /proof` on sszgate-rpc's server) answers each request, the remote verifier
+//! ([`ProofClient`]) checks what comes back. A verifier with only a checkpoint gets the
+//! bootstrap and the updates it lacks in the proof, keeps the keys, and colibri's own
+//! verifier accepts the same proof. A prover that tampers is caught; bad requests get 400.
+
+mod common;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use alloy_primitives::B256;
+use bytes::Bytes;
+use common::{
+    PROVEN, colibri, colibri_verifies, expected, proof_bytes, recordings, trust_for, verify_vector,
+};
+use serde_json::Value;
+use sszgate_fixtures::replay::Replay;
+use sszgate_light::ChainSpec;
+use sszgate_proof::TrustedState;
+use sszgate_proof::prover::Prover;
+use sszgate_proof::prover::endpoint::ProofEndpoint;
+use sszgate_proof::remote::ProofClient;
+use sszgate_proof::trust::ClientState;
+use sszgate_rpc::{
+    Answerer, BoxFuture, Config, FixedAnchors, Route, RouteAnswer, RpcError, Server, Upstream,
+};
+
+/// A prover endpoint over a recording, plus a tampering one at `/tampered`.
+struct Setup {
+    _replay: Replay,
+    server: Server,
+}
+
+/// Answers like the endpoint, with one byte of every proof flipped (or the proof cut).
+struct Tamper {
+    inner: ProofEndpoint,
+    at: fn(usize) -> usize,
+    cut: bool,
+}
+
+impl Route for Tamper {
+    fn answer(&self, body: Bytes) -> BoxFuture<'_, RouteAnswer> {
+        Box::pin(async move {
+            let mut a = self.inner.answer(body).await;
+            if a.status == 200 {
+                let i = (self.at)(a.body.len());
+                if self.cut {
+                    a.body.truncate(i);
+                } else {
+                    a.body[i] ^= 0x01;
+                }
+            }
+            a
+        })
+    }
+}
+
+fn prover(replay: &Replay) -> Prover {
+    Prover::new(&replay.url(), &replay.url(), Duration::from_secs(10)).unwrap()
+}
+
+async fn setup(recording: &str) -> Setup {
+    let replay = Replay::start(&recordings().unwrap().join(recording))
+        .await
+        .unwrap();
+    let config = Config::new(&replay.url(), 1);
+    let local = sszgate_rpc::local_verifier(&config, FixedAnchors::new()).unwrap();
+    let routes: sszgate_rpc::Routes = vec![
+        (
+            "/proof".into(),
+            Arc::new(ProofEndpoint::new(prover(&replay))),
+        ),
+        (
+            "/flipped".into(),
+            Arc::new(Tamper {
+                inner: ProofEndpoint::new(prover(&replay)),
+                at: |n| n / 2,
+                cut: false,
+            }),
+        ),
+        (
+            "/cut".into(),
+            Arc::new(Tamper {
+                inner: ProofEndpoint::new(prover(&replay)),
+                at: |n| n - 1,
+                cut: true,
+            }),
+        ),
+    ];
+    let server = sszgate_rpc::serve_with(config, local, routes)
+        .await
+        .unwrap();
+    Setup {
+        _replay: replay,
+        server,
+    }
+}
+
+fn client(s: &Setup, path: &str, trust: TrustedState, state: Option<PathBuf>) -> ProofClient {
+    ProofClient::new(
+        &format!("{}{path}", s.server.url()),
+        Duration::from_secs(10),
+        trust,
+        1,
+        state,
+    )
+    .unwrap()
+}
+
+fn params(e: &Value) -> Vec<Value> {
+    e["params"].as_array().unwrap().clone()
+}
+
+/// What sszgate verifies colibri's own proof of the case to (its result, with sszgate's
+/// deliberate differences: `tests/verify.rs` compares it with colibri's).
+fn truth(case: &str) -> Result<Value, RpcError> {
+    Ok(verify_vector(case, &proof_bytes(case)).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifier_with_keys_answers_every_case_through_the_prover_endpoint() {
+    if recordings().is_none() {
+        return;
+    }
+    for case in PROVEN.iter().filter(|c| !c.ends_with("_include_code")) {
+        let e = expected(case);
+        let s = setup(case).await;
+        let c = client(&s, "/proof", trust_for(case), None);
+        let method = e["method"].as_str().unwrap();
+        let answer = c.call(method, &params(&e)).await;
+        assert_eq!(answer, truth(case), "{case}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_is_enough_the_prover_sends_its_bootstrap() {
+    if recordings().is_none() {
+        return;
+    }
+    let case = "trusted_block1";
+    let e = expected(case);
+    let checkpoint: B256 = e["trusted_checkpoint"].as_str().unwrap().parse().unwrap();
+    let s = setup(case).await;
+    let mut trust = TrustedState::new(ChainSpec::mainnet());
+    trust.checkpoint = Some(checkpoint);
+    let file = std::env::temp_dir().join(format!("sszgate-proof-keys-{}.bin", std::process::id()));
+    let c = client(&s, "/proof", trust, Some(file.clone()));
+    let method = e["method"].as_str().unwrap();
+    assert_eq!(c.call(method, &params(&e)).await, truth(case));
+    // The checkpoint is in the block's own period 1407.
+    assert_eq!(c.periods(), [1407]);
+    let mut saved = TrustedState::load(ChainSpec::mainnet(), &file).unwrap();
+    assert_eq!(saved.client_state(), ClientState::Periods(vec![1407]));
+    assert_eq!(saved.checkpoint, Some(checkpoint));
+    // The saved keys verify the vector's proof (no sync data in it) after a restart.
+    let result = sszgate_proof::verify(&proof_bytes(case), method, &e["params"], &mut saved);
+    assert_eq!(result.ok(), truth(case).ok());
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_an_older_period_are_carried_forward_by_fourteen_updates() {
+    if recordings().is_none() {
+        return;
+    }
+    let case = "trusted_block1";
+    let e = expected(case);
+    let s = setup(case).await;
+    // Only period 1393's keys (those of eth_getBalance1's vector): the block is in 1407.
+    let trust = trust_for("eth_getBalance1");
+    assert_eq!(trust.periods(), [1393]);
+    let c = client(&s, "/proof", trust, None);
+    let method = e["method"].as_str().unwrap();
+    assert_eq!(c.call(method, &params(&e)).await, truth(case));
+    // Updates of 1393…1406 each signed by the committee before and adding the next: the
+    // newest 8 periods are kept.
+    assert_eq!(c.periods(), (1400..=1407).collect::<Vec<_>>());
+    // A second request needs no sync data: the same answer.
+    assert_eq!(c.call(method, &params(&e)).await, truth(case));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colibri_accepts_sszgates_proof_with_sync_data() {
+    let (Some(dir), Some(pkg)) = (recordings(), colibri()) else {
+        return;
+    };
+    let case = "trusted_block1";
+    let e = expected(case);
+    let root = e["trusted_checkpoint"].as_str().unwrap();
+    let replay = Replay::start(&dir.join(case)).await.unwrap();
+    let client = ClientState::Checkpoint(root.parse().unwrap());
+    let proof = prover(&replay)
+        .prove_for(e["method"].as_str().unwrap(), &e["params"], false, &client)
+        .await
+        .unwrap();
+    let decoded = sszgate_proof::decode(&proof).unwrap();
+    let sszgate_proof::types::SyncDataUnion::LightClient(sync) = &decoded.sync_data else {
+        panic!("sync data expected")
+    };
+    assert!(matches!(
+        sync.bootstrap,
+        sszgate_proof::types::BootstrapUnion::Deneb(_)
+    ));
+    assert_eq!(
+        sync.update.len(),
+        0,
+        "the checkpoint is in the block's period"
+    );
+    let file = std::env::temp_dir().join(format!("sszgate-sync-proof-{}.ssz", std::process::id()));
+    std::fs::write(&file, &proof).unwrap();
+    let result = colibri_verifies(&pkg, &file, case, &dir.join(case), Some(root));
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(result, Ok(e["result"].clone()), "colibri's verified result");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampering_prover_is_caught_and_the_check_named() {
+    if recordings().is_none() {
+        return;
+    }
+    for case in [
+        "eth_getBalance1",
+        "eth_getTransactionReceipt1",
+        "eth_getBlockByHash1",
+    ] {
+        let e = expected(case);
+        let s = setup(case).await;
+        let method = e["method"].as_str().unwrap();
+        for path in ["/flipped", "/cut"] {
+            let c = client(&s, path, trust_for(case), None);
+            match c.call(method, &params(&e)).await {
+                Err(RpcError::Verification(m)) => {
+                    assert!(
+                        !m.check.name().is_empty() && !m.detail.is_empty(),
+                        "{case}{path}: {m}"
+                    );
+                    assert_eq!(RpcError::Verification(m.clone()).code(), -32099);
+                }
+                other => panic!("{case}{path}: a tampered proof gave {other:?}"),
+            }
+        }
+        // The honest endpoint on the same server still answers.
+        let c = client(&s, "/proof", trust_for(case), None);
+        assert_eq!(c.call(method, &params(&e)).await, truth(case), "{case}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_400_and_unprovable_ones_500_naming_why() {
+    if recordings().is_none() {
+        return;
+    }
+    let s = setup("eth_getBalance1").await;
+    let post = |body: &'static str| {
+        let up = Upstream::new(
+            &format!("{}/proof", s.server.url()),
+            None,
+            Duration::from_secs(5),
+            1 << 20,
+        )
+        .unwrap();
+        async move {
+            up.post("test", body.to_string(), "application/octet-stream")
+                .await
+                .unwrap()
+        }
+    };
+    let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+    for (body, status, says) in [
+        ("{", 400, "not JSON"),
+        (r#"{"params":[]}"#, 400, "`method`"),
+        (
+            r#"{"method":"eth_getBalance","params":[],"c4":"0x09"}"#,
+            400,
+            "`c4`",
+        ),
+        (
+            r#"{"method":"eth_getBalance","params":["0x12"]}"#,
+            400,
+            "params",
+        ),
+        (
+            r#"{"method":"eth_mining","params":[]}"#,
+            500,
+            "unsupported: method eth_mining",
+        ),
+    ] {
+        let (got, answer) = post(body).await;
+        assert_eq!(got, status, "{body}: {}", text(&answer));
+        let v: Value = serde_json::from_slice(&answer).unwrap();
+        assert!(v["error"].as_str().unwrap().contains(says), "{body}: {v}");
+    }
+    // A method the proofs do not cover is not verifiable remotely: -32090, not a guess.
+    let c = client(&s, "/proof", trust_for("eth_getBalance1"), None);
+    assert!(matches!(
+        c.call("eth_gasPrice", &[]).await,
+        Err(RpcError::Unverifiable(_))
+    ));
+    assert_eq!(c.call("eth_chainId", &[]).await, Ok(Value::from("0x1")));
+}
