@@ -11,6 +11,10 @@
 //   {"op":"prove","case":DIR,"method":M,"params":P,"save":FILE?} -> {"ok":true,"ms":T,"size":N}
 //   {"op":"verify","case":DIR,"method":M,"params":P,"fresh":B,
 //    "proof":FILE?,"checkpoint":ROOT?}                             -> {"ok":true,"ms":T,"result":R}
+//   {"op":"rpc","case":DIR,"method":M,"params":P,"prover":URL,
+//    "checkpoint":ROOT?}                                           -> {"ok":true,"ms":T,"result":R}
+// `rpc` is colibri's client asking a remote prover at URL for the proof and verifying it
+// (the prover is the only request that leaves the process).
 // `verify` checks the proof last made by `prove` for that case (or FILE); `fresh` starts from a
 // new client and empty memory, otherwise the previous client is reused (warm). The WASM module
 // keeps state of its own across clients, so a cold verification is one in a new process.
@@ -62,8 +66,8 @@ const cache = {
   set: () => {},
 };
 
-function client(checkpoint) {
-  const conf = { chainId: 1, rpcs: [], beacon_apis: [], prover: [], checkpointz: [], cache, warningHandler: async () => {} };
+function client(checkpoint, prover) {
+  const conf = { chainId: 1, rpcs: [], beacon_apis: [], prover: prover ? [prover] : [], checkpointz: [], cache, warningHandler: async () => {} };
   if (checkpoint) conf.trusted_checkpoint = checkpoint;
   return new C4Client(conf);
 }
@@ -88,6 +92,13 @@ async function handle(req) {
     if (req.fresh || !warm) { memory = new Map(); warm = client(req.checkpoint); }
     const t = performance.now();
     const result = await warm.verifyProof(req.method, req.params, proof);
+    return { ok: true, ms: performance.now() - t, result };
+  }
+  if (req.op === 'rpc') {
+    memory = new Map();
+    const c = client(req.checkpoint, req.prover);
+    const t = performance.now();
+    const result = await c.rpc(req.method, req.params);
     return { ok: true, ms: performance.now() - t, result };
   }
   return { ok: false, error: `unknown op ${req.op}` };

@@ -12,7 +12,8 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use alloy_primitives::B256;
 use bytes::Bytes;
 use common::{
-    PROVEN, colibri, colibri_verifies, expected, proof_bytes, recordings, trust_for, verify_vector,
+    PROVEN, colibri, colibri_rpc, colibri_verifies, expected, proof_bytes, recordings, trust_for,
+    verify_vector,
 };
 use serde_json::Value;
 use sszgate_fixtures::replay::Replay;
@@ -26,10 +27,31 @@ use sszgate_rpc::{
     Answerer, BoxFuture, Config, FixedAnchors, Route, RouteAnswer, RpcError, Server, Upstream,
 };
 
-/// A prover endpoint over a recording, plus a tampering one at `/tampered`.
+/// A prover endpoint over a recording at `/proof`, one counting what it serves at
+/// `/counted`, and tampering ones at `/flipped` and `/cut`.
 struct Setup {
     _replay: Replay,
     server: Server,
+    served: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Answers like the endpoint and counts the proofs it served.
+struct Counted {
+    inner: ProofEndpoint,
+    served: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Route for Counted {
+    fn answer(&self, body: Bytes) -> BoxFuture<'_, RouteAnswer> {
+        Box::pin(async move {
+            let a = self.inner.answer(body).await;
+            if a.status == 200 {
+                self.served
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            a
+        })
+    }
 }
 
 /// Answers like the endpoint, with one byte of every proof flipped (or the proof cut).
@@ -66,7 +88,15 @@ async fn setup(recording: &str) -> Setup {
         .unwrap();
     let config = Config::new(&replay.url(), 1);
     let local = sszgate_rpc::local_verifier(&config, FixedAnchors::new()).unwrap();
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let routes: sszgate_rpc::Routes = vec![
+        (
+            "/counted".into(),
+            Arc::new(Counted {
+                inner: ProofEndpoint::new(prover(&replay)),
+                served: served.clone(),
+            }),
+        ),
         (
             "/proof".into(),
             Arc::new(ProofEndpoint::new(prover(&replay))),
@@ -94,6 +124,7 @@ async fn setup(recording: &str) -> Setup {
     Setup {
         _replay: replay,
         server,
+        served,
     }
 }
 
@@ -298,4 +329,25 @@ async fn bad_requests_get_400_and_unprovable_ones_500_naming_why() {
         Err(RpcError::Unverifiable(_))
     ));
     assert_eq!(c.call("eth_chainId", &[]).await, Ok(Value::from("0x1")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colibris_client_verifies_what_sszgates_prover_endpoint_serves() {
+    let (Some(dir), Some(pkg)) = (recordings(), colibri()) else {
+        return;
+    };
+    for case in PROVEN.iter().filter(|c| !c.ends_with("_include_code")) {
+        let e = expected(case);
+        let s = setup(case).await;
+        let url = format!("{}/counted", s.server.url());
+        let result = tokio::task::spawn_blocking({
+            let (pkg, dir, case) = (pkg.clone(), dir.join(case), case.to_string());
+            move || colibri_rpc(&pkg, &url, &case, &dir)
+        })
+        .await
+        .unwrap();
+        assert_eq!(result, Ok(e["result"].clone()), "{case}: colibri's client");
+        let served = s.served.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(served, 1, "{case}: proofs served to colibri's client");
+    }
 }

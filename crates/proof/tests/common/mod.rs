@@ -150,11 +150,31 @@ pub(crate) fn colibri_verifies(
     recording: &Path,
     checkpoint: Option<&str>,
 ) -> Result<serde_json::Value, String> {
-    use std::io::{BufRead, Write};
     let e = expected(case);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
     let request = serde_json::json!({"op": "verify", "case": recording, "method": e["method"],
         "params": e["params"], "proof": proof, "fresh": true, "checkpoint": checkpoint});
+    colibri_peer(pkg, &request)
+}
+
+/// colibri's client (`scripts/colibri-peer.mjs`, op `rpc`, a new process) asking the prover at
+/// `prover` for the proof of the case's request and verifying it with the recording's storage:
+/// the result, or its error.
+pub(crate) fn colibri_rpc(
+    pkg: &Path,
+    prover: &str,
+    case: &str,
+    recording: &Path,
+) -> Result<serde_json::Value, String> {
+    let e = expected(case);
+    let request = serde_json::json!({"op": "rpc", "case": recording, "method": e["method"],
+        "params": e["params"], "prover": prover});
+    colibri_peer(pkg, &request)
+}
+
+/// One request to a new colibri peer process; its `result`, or its error.
+fn colibri_peer(pkg: &Path, request: &serde_json::Value) -> Result<serde_json::Value, String> {
+    use std::io::{BufRead, Write};
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
     let mut child = Command::new("node")
         .arg(script)
         .env("COLIBRI_PKG", pkg)
