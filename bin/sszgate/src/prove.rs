@@ -16,7 +16,7 @@ use sszgate_proof::prover::Prover;
 pub(crate) struct ProveArgs {
     /// The method (eth_blockNumber, eth_getBlockByNumber, eth_getBlockByHash,
     /// eth_getTransactionByHash, eth_getTransactionReceipt, eth_getLogs, eth_getBalance,
-    /// eth_getTransactionCount, eth_getStorageAt, eth_getProof, eth_call).
+    /// eth_getTransactionCount, eth_getStorageAt, eth_getCode, eth_getProof, eth_call).
     method: String,
     /// Its parameters, one per argument: JSON, or a plain string.
     params: Vec<String>,

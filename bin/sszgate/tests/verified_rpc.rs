@@ -3,7 +3,10 @@
 //! limit, so their roots cannot be recomputed to the final spec) and geth, transactions this test sends (a transfer, a contract that stores and logs a word,
 //! a call of it), every answer of the verified endpoint equal to geth's own; then lying
 //! relays between `sszgate rpc` and geth and between it and Lodestar: every lie is caught
-//! with the check named, and the endpoint keeps serving.
+//! with the check named, and the endpoint keeps serving. Then the proof mode: `sszgate rpc
+//! --serve-proofs` next to the nodes, `sszgate rpc --prover` verifying its proofs from a
+//! checkpoint (the first proof carries the bootstrap) to the same answers as geth's, and the
+//! same prover fed lies by the relays: each proof it builds from them is refused.
 //!
 //! Needs geth and a Lodestar build, as `lodestar.rs` does.
 
@@ -42,10 +45,26 @@ fn start_rpc(
     dir: &Path,
     name: &str,
 ) -> (Child, String) {
+    start_sszgate_rpc(
+        &["--execution", execution, "--beacon", beacon],
+        checkpoint,
+        dir,
+        name,
+    )
+}
+
+/// `sszgate rpc` with `sources` (and the other flags as [`start_rpc`]).
+fn start_sszgate_rpc(
+    sources: &[&str],
+    checkpoint: &str,
+    dir: &Path,
+    name: &str,
+) -> (Child, String) {
     let listen = format!("127.0.0.1:{}", free_port());
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_sszgate"))
-        .args(["rpc", "--execution", execution, "--beacon", beacon])
+        .arg("rpc")
+        .args(sources)
         .args(["--checkpoint", checkpoint, "--chain-id", "1337"])
         .args(["--listen", &listen])
         .arg("--state")
@@ -222,6 +241,183 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
         &checkpoint,
         dir.path(),
     );
+    proofs_from_sszgates_prover(
+        &el,
+        &cl,
+        &beacon,
+        &geth,
+        &checkpoint,
+        dir.path(),
+        (&hashes, contract, block),
+    );
+}
+
+/// The proof mode on the same chain: a prover (`--serve-proofs`) reading geth and Lodestar
+/// through the relays, a verifier (`--prover`) trusting only the checkpoint.
+fn proofs_from_sszgates_prover(
+    el: &TamperRelay,
+    cl: &TamperRelay,
+    beacon: &str,
+    geth: &str,
+    checkpoint: &str,
+    dir: &Path,
+    (hashes, contract, block): (&[String], Address, u64),
+) {
+    let sources = [
+        "--execution",
+        &el.url,
+        "--beacon",
+        &cl.url,
+        "--serve-proofs",
+    ];
+    let (mut prover, listen) = start_sszgate_rpc(&sources, checkpoint, dir, "prover");
+    let _prover = KillOnDrop {
+        pid: prover.id(),
+        listen: listen.clone(),
+    };
+    wait_serving(&mut prover, &listen, &dir.join("prover.log"));
+    let endpoint = format!("http://{listen}/proof");
+    // Its --state (start_sszgate_rpc names it `verifier.json`) holds the committee keys.
+    let keys = dir.join("verifier.json");
+    let sources = ["--prover", &endpoint, "--beacon", beacon];
+    let (mut verifier, listen) = start_sszgate_rpc(&sources, checkpoint, dir, "verifier");
+    let _verifier = KillOnDrop {
+        pid: verifier.id(),
+        listen: listen.clone(),
+    };
+    wait_serving(&mut verifier, &listen, &dir.join("verifier.log"));
+    let url = format!("http://{listen}");
+    let head = verified_head(&url, block + 1);
+    the_proven_answers_are_geths(&url, geth, hashes, contract, block, head);
+    // The bootstrap came in the first proof; the keys are kept for a restart.
+    assert_eq!(metric(&url, "sszgate_rpc_proof_periods"), Some(1.0));
+    assert!(keys.exists(), "the committee keys were not saved");
+    let lied = proofs_built_from_lies_are_refused(el, cl, &url, contract, hashes, block, head);
+    assert!(lied >= 6, "{lied} lies");
+    // The verifier keeps serving the truth.
+    let tag = format!("{head:#x}");
+    let balance = eth(&url, "eth_getBalance", json!([RECIPIENT, tag]));
+    assert_eq!(quantity(&balance), 12_345);
+}
+
+/// The methods the proofs cover, on the test's own transactions, equal to geth's answers.
+fn the_proven_answers_are_geths(
+    url: &str,
+    geth: &str,
+    hashes: &[String],
+    contract: Address,
+    block: u64,
+    head: u64,
+) {
+    let tag = format!("{head:#x}");
+    let at = format!("{block:#x}");
+    let calls = calls_on(hashes, contract, block, head);
+    for (method, params) in calls {
+        let verified = eth(url, method, params.clone());
+        assert!(
+            verified.get("error").is_none(),
+            "{method} {params}: {verified}"
+        );
+        let direct = eth(geth, method, params.clone());
+        if let Some(at) = sszgate_proof::render::difference_from_standard(&verified, &direct, "") {
+            panic!("{method} {params}: differs at {at}");
+        }
+    }
+    let stored = eth(
+        url,
+        "eth_call",
+        json!([{"to": contract, "data": "0x"}, tag]),
+    );
+    assert_eq!(quantity(&stored), 0x2a, "{stored}");
+    // Not covered by the proofs: refused as unverifiable, not answered unchecked.
+    let receipts = eth(url, "eth_getBlockReceipts", json!([at]));
+    assert_eq!(receipts["error"]["code"], -32090, "{receipts}");
+}
+
+/// The prover fed lies by the relays; every proof it builds from them is refused by the
+/// verifier with the check named. Returns how many lies were told.
+fn proofs_built_from_lies_are_refused(
+    el: &TamperRelay,
+    cl: &TamperRelay,
+    url: &str,
+    contract: Address,
+    hashes: &[String],
+    block: u64,
+    head: u64,
+) -> usize {
+    let tag = format!("{head:#x}");
+    let at = format!("{block:#x}");
+    let from = Senders::dev().addresses().0;
+    let lies: Vec<(&str, &TamperRelay, Lie, &str, Value)> = vec![
+        (
+            "a short account proof",
+            el,
+            short_account_proof(),
+            "eth_getBalance",
+            json!([from, tag]),
+        ),
+        (
+            "a changed account proof node",
+            el,
+            proof_lie(|r| {
+                let node = &mut r["accountProof"][0];
+                let text = node.as_str().unwrap().to_string();
+                *node = json!(format!("{}{}", &text[..text.len() - 2], "00"));
+            }),
+            "eth_getTransactionCount",
+            json!([from, tag]),
+        ),
+        (
+            "a short storage proof",
+            el,
+            proof_lie(|r| {
+                r["storageProof"][0]["proof"].as_array_mut().unwrap().pop();
+            }),
+            "eth_getStorageAt",
+            json!([contract, "0x0", tag]),
+        ),
+        (
+            "another account's proof",
+            el,
+            proof_of(from),
+            "eth_getBalance",
+            json!([RECIPIENT, tag]),
+        ),
+        (
+            "a contract's code",
+            el,
+            longer_code(),
+            "eth_getCode",
+            json!([contract, tag]),
+        ),
+        (
+            "a receipt's status",
+            el,
+            flipped_status(),
+            "eth_getTransactionReceipt",
+            json!([hashes[2]]),
+        ),
+        (
+            "a dropped log",
+            el,
+            dropped_log(),
+            "eth_getLogs",
+            json!([{"address": contract, "fromBlock": at, "toBlock": at}]),
+        ),
+        (
+            "a forged signature",
+            cl,
+            forged_signing_aggregate(),
+            "eth_getBlockByNumber",
+            json!([at, false]),
+        ),
+    ];
+    let told = lies.len();
+    for (what, relay, lie, method, params) in lies {
+        let (check, message) = caught(relay, lie, url, method, params);
+        eprintln!("proof mode caught {what} ({check}): {message}");
+    }
+    told
 }
 
 /// Every method on the test's own transactions, through the verified endpoint and from geth
@@ -236,35 +432,8 @@ fn the_verified_answers_are_geths(
 ) {
     let tag = format!("{head:#x}");
     let at = format!("{block:#x}");
-    let from = Senders::dev().addresses().0;
-    let mut calls = vec![
-        ("eth_chainId", json!([])),
-        ("eth_getBalance", json!([RECIPIENT, tag])),
-        ("eth_getBalance", json!([from, tag])),
-        ("eth_getTransactionCount", json!([from, tag])),
-        ("eth_getCode", json!([contract, tag])),
-        ("eth_getStorageAt", json!([contract, "0x0", tag])),
-        ("eth_call", json!([{"to": contract, "data": "0x"}, tag])),
-        (
-            "eth_getProof",
-            json!([
-                contract,
-                ["0x0000000000000000000000000000000000000000000000000000000000000000"],
-                tag
-            ]),
-        ),
-        (
-            "eth_getLogs",
-            json!([{"address": contract, "fromBlock": at, "toBlock": at}]),
-        ),
-        ("eth_getBlockByNumber", json!([at, true])),
-        ("eth_getBlockByNumber", json!([at, false])),
-        ("eth_getBlockReceipts", json!([at])),
-    ];
-    for hash in hashes {
-        calls.push(("eth_getTransactionReceipt", json!([hash])));
-        calls.push(("eth_getTransactionByHash", json!([hash])));
-    }
+    let mut calls = calls_on(hashes, contract, block, head);
+    calls.push(("eth_getBlockReceipts", json!([at])));
     for (method, params) in calls {
         let verified = eth(url, method, params.clone());
         assert!(
@@ -292,6 +461,47 @@ fn the_verified_answers_are_geths(
     );
     assert_eq!(logs.as_array().map(Vec::len), Some(1), "{logs}");
     assert_eq!(logs[0]["transactionHash"], json!(hashes[2]));
+}
+
+/// Every method the proof format covers, on the test's own transactions: at the verified
+/// head, or at the block of the contract call.
+fn calls_on(
+    hashes: &[String],
+    contract: Address,
+    block: u64,
+    head: u64,
+) -> Vec<(&'static str, Value)> {
+    let tag = format!("{head:#x}");
+    let at = format!("{block:#x}");
+    let from = Senders::dev().addresses().0;
+    let mut calls = vec![
+        ("eth_chainId", json!([])),
+        ("eth_getBalance", json!([RECIPIENT, tag])),
+        ("eth_getBalance", json!([from, tag])),
+        ("eth_getTransactionCount", json!([from, tag])),
+        ("eth_getCode", json!([contract, tag])),
+        ("eth_getStorageAt", json!([contract, "0x0", tag])),
+        ("eth_call", json!([{"to": contract, "data": "0x"}, tag])),
+        (
+            "eth_getProof",
+            json!([
+                contract,
+                ["0x0000000000000000000000000000000000000000000000000000000000000000"],
+                tag
+            ]),
+        ),
+        (
+            "eth_getLogs",
+            json!([{"address": contract, "fromBlock": at, "toBlock": at}]),
+        ),
+        ("eth_getBlockByNumber", json!([at, true])),
+        ("eth_getBlockByNumber", json!([at, false])),
+    ];
+    for hash in hashes {
+        calls.push(("eth_getTransactionReceipt", json!([hash])));
+        calls.push(("eth_getTransactionByHash", json!([hash])));
+    }
+    calls
 }
 
 /// Where two JSON values first differ (a path and both sides), if they do.
@@ -406,32 +616,12 @@ fn every_lie_is_caught(
     // Block data first: a block verified once is kept, and a lie about it would not be asked.
     let body = caught(
         cl,
-        Lie {
-            bytes: Some(Box::new(|path, bytes| {
-                let hit = path.starts_with("/eth/v2/beacon/blocks/") && bytes.len() > 200;
-                if hit {
-                    let at = bytes.len() - 100;
-                    bytes[at] ^= 1;
-                }
-                hit
-            })),
-            ..Lie::default()
-        },
+        changed_beacon_block(),
         url,
         "eth_getBlockByNumber",
         full.clone(),
     );
     eprintln!("caught a changed beacon block: {body:?}");
-    let proof_lie = |change: fn(&mut Value)| Lie {
-        result: Some(Box::new(move |method, result| {
-            let hit = method == "eth_getProof";
-            if hit {
-                change(result);
-            }
-            hit
-        })),
-        ..Lie::default()
-    };
     let lies: Vec<(&str, Lie, &str, Value)> = vec![
         (
             "a balance",
@@ -463,63 +653,31 @@ fn every_lie_is_caught(
         ),
         (
             "a short account proof",
-            proof_lie(|r| {
-                r["accountProof"].as_array_mut().unwrap().pop();
-            }),
+            short_account_proof(),
             "eth_getBalance",
             json!([from, tag]),
         ),
         (
             "another account's proof",
-            Lie {
-                params: Some(Box::new(move |method, params| {
-                    let hit = method == "eth_getProof";
-                    if hit {
-                        params[0] = json!(from);
-                    }
-                    hit
-                })),
-                ..Lie::default()
-            },
+            proof_of(from),
             "eth_getBalance",
             json!([RECIPIENT, tag]),
         ),
         (
             "a contract's code",
-            Lie {
-                result: Some(Box::new(|method, result| {
-                    let hit = method == "eth_getCode";
-                    if hit {
-                        *result = json!(format!("{}00", result.as_str().unwrap()));
-                    }
-                    hit
-                })),
-                ..Lie::default()
-            },
+            longer_code(),
             "eth_getCode",
             json!([contract, tag]),
         ),
         (
             "a dropped log",
-            receipts_lie(|receipts| {
-                for r in receipts.as_array_mut().unwrap() {
-                    if let Some(logs) = r["logs"].as_array_mut().filter(|l| !l.is_empty()) {
-                        logs.pop();
-                        return true;
-                    }
-                }
-                false
-            }),
+            dropped_log(),
             "eth_getLogs",
             json!([{"address": contract, "fromBlock": at, "toBlock": at}]),
         ),
         (
             "a receipt's status",
-            receipts_lie(|receipts| {
-                let r = &mut receipts[0]["status"];
-                *r = json!(if r == "0x1" { "0x0" } else { "0x1" });
-                true
-            }),
+            flipped_status(),
             "eth_getTransactionReceipt",
             json!([hashes[2]]),
         ),
@@ -576,6 +734,115 @@ fn every_lie_is_caught(
             eth(geth, method, params),
             "{method}"
         );
+    }
+}
+
+/// A lie about `eth_getProof`'s answer.
+fn proof_lie(change: fn(&mut Value)) -> Lie {
+    Lie {
+        result: Some(Box::new(move |method, result| {
+            let hit = method == "eth_getProof";
+            if hit {
+                change(result);
+            }
+            hit
+        })),
+        ..Lie::default()
+    }
+}
+
+/// An account proof missing its last node.
+fn short_account_proof() -> Lie {
+    proof_lie(|r| {
+        r["accountProof"].as_array_mut().unwrap().pop();
+    })
+}
+
+/// `eth_getProof` asked for `account` whatever the account asked for.
+fn proof_of(account: Address) -> Lie {
+    Lie {
+        params: Some(Box::new(move |method, params| {
+            let hit = method == "eth_getProof";
+            if hit {
+                params[0] = json!(account);
+            }
+            hit
+        })),
+        ..Lie::default()
+    }
+}
+
+/// Code with a byte more.
+fn longer_code() -> Lie {
+    Lie {
+        result: Some(Box::new(|method, result| {
+            let hit = method == "eth_getCode";
+            if hit {
+                *result = json!(format!("{}00", result.as_str().unwrap()));
+            }
+            hit
+        })),
+        ..Lie::default()
+    }
+}
+
+/// The first receipt's status flipped.
+fn flipped_status() -> Lie {
+    receipts_lie(|receipts| {
+        let r = &mut receipts[0]["status"];
+        *r = json!(if r == "0x1" { "0x0" } else { "0x1" });
+        true
+    })
+}
+
+/// The last log of the first receipt that has logs dropped.
+fn dropped_log() -> Lie {
+    receipts_lie(|receipts| {
+        for r in receipts.as_array_mut().unwrap() {
+            if let Some(logs) = r["logs"].as_array_mut().filter(|l| !l.is_empty()) {
+                logs.pop();
+                return true;
+            }
+        }
+        false
+    })
+}
+
+/// A beacon block with a bit flipped 100 bytes before its end (in its execution payload).
+fn changed_beacon_block() -> Lie {
+    Lie {
+        bytes: Some(Box::new(|path, bytes| {
+            let hit = path.starts_with("/eth/v2/beacon/blocks/") && bytes.len() > 200;
+            if hit {
+                let at = bytes.len() - 100;
+                bytes[at] ^= 1;
+            }
+            hit
+        })),
+        ..Lie::default()
+    }
+}
+
+/// The first beacon block asked for (the prover asks for the signing block before the data
+/// block) with a byte of its sync aggregate's signature changed: a changed data block would
+/// no longer be the signing block's parent, which the prover itself notices.
+fn forged_signing_aggregate() -> Lie {
+    // SignedBeaconBlock: offset 4, signature 96; BeaconBlock: slot, proposer, parent and state
+    // roots, body offset (84); body: randao 96, eth1_data 72, graffiti 32, 5 offsets (220);
+    // then the sync aggregate: 64 bytes of bits, 96 of signature.
+    const SIGNATURE_BYTE: usize = 4 + 96 + 84 + 220 + 64 + 40;
+    let first = std::sync::atomic::AtomicBool::new(true);
+    Lie {
+        bytes: Some(Box::new(move |path, bytes| {
+            let hit = path.starts_with("/eth/v2/beacon/blocks/")
+                && bytes.len() > SIGNATURE_BYTE
+                && first.swap(false, std::sync::atomic::Ordering::SeqCst);
+            if hit {
+                bytes[SIGNATURE_BYTE] ^= 1;
+            }
+            hit
+        })),
+        ..Lie::default()
     }
 }
 

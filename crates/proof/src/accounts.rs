@@ -190,14 +190,17 @@ pub fn verify_account(
     }
 }
 
+/// eth_getProof's answer as EIP-1186 has it and geth answers (colibri leaves out `address`
+/// and writes storage values as 32-byte words).
 fn render_proof(p: &AccountProof, a: &ProvenAccount) -> Value {
     let storage: Vec<Value> = p
         .storage_proof
         .iter()
         .zip(&a.storage)
-        .map(|(s, (key, value))| json!({"key": bytes(key), "value": bytes(B256::from(*value)), "proof": s.proof.iter().map(|n| bytes(&n[..])).collect::<Vec<_>>()}))
+        .map(|(s, (key, value))| json!({"key": bytes(key), "value": qty256(*value), "proof": s.proof.iter().map(|n| bytes(&n[..])).collect::<Vec<_>>()}))
         .collect();
     json!({
+        "address": bytes(p.address),
         "balance": qty256(a.account.balance), "codeHash": bytes(a.account.code_hash),
         "nonce": qty(a.account.nonce), "storageHash": bytes(a.account.storage_root),
         "accountProof": p.account_proof.iter().map(|n| bytes(&n[..])).collect::<Vec<_>>(),

@@ -3,8 +3,8 @@
 //!
 //! Difference from colibri (§15 item 10): `withdrawalsRoot` is the execution layer's Patricia
 //! root of the withdrawals, the value in the block header, not the SSZ root of the list.
-//! `requestsHash` is not rendered (the payload does not carry the requests). What does not
-//! live here: transactions (`txs`).
+//! `requestsHash` is not rendered (the payload does not carry the requests), but `size` is
+//! (its length is fixed). What does not live here: transactions (`txs`).
 
 use std::collections::BTreeMap;
 
@@ -65,11 +65,65 @@ pub fn verify_block(
     )?;
     verify_header(trust, &p.header, &p.header_proof, "BlockProof")?;
     let full = params.get(1).and_then(Value::as_bool).unwrap_or(false);
-    render_block(payload, p.header.parent_root, full)
+    let prague = trust.spec.lc_fork(p.header.slot) == Some(sszgate_light::spec::LcFork::Electra);
+    let mut block = render_block(payload, p.header.parent_root, full)?;
+    block["size"] = qty(rlp_size(payload, p.header.parent_root, prague) as u64);
+    Ok(block)
 }
 
-fn withdrawals_root(payload: &ExecutionPayload) -> B256 {
-    let el: Vec<ElWithdrawal> = payload
+/// The length of the block's RLP encoding (header, transactions, no ommers, withdrawals).
+/// From Prague the header ends with `requestsHash`, which the payload does not carry: a
+/// 32-byte word of fixed length, so a zero word stands in for it here.
+fn rlp_size(p: &ExecutionPayload, parent_beacon_root: B256, prague: bool) -> usize {
+    use alloy_rlp::{Encodable, Header as RlpHeader};
+    let header = alloy_consensus::Header {
+        parent_hash: p.parent_hash,
+        ommers_hash: EMPTY_UNCLES,
+        beneficiary: p.fee_recipient,
+        state_root: p.state_root,
+        transactions_root: B256::ZERO,
+        receipts_root: p.receipts_root,
+        logs_bloom: alloy_primitives::Bloom::from_slice(p.logs_bloom.as_slice()),
+        difficulty: alloy_primitives::U256::ZERO,
+        number: p.block_number,
+        gas_limit: p.gas_limit,
+        gas_used: p.gas_used,
+        timestamp: p.timestamp,
+        extra_data: p.extra_data.to_vec().into(),
+        mix_hash: p.prev_randao,
+        nonce: Default::default(),
+        base_fee_per_gas: Some(u64::try_from(p.base_fee_per_gas).unwrap_or(u64::MAX)),
+        withdrawals_root: Some(B256::ZERO),
+        blob_gas_used: Some(p.blob_gas_used),
+        excess_blob_gas: Some(p.excess_blob_gas),
+        parent_beacon_block_root: Some(parent_beacon_root),
+        requests_hash: prague.then_some(B256::ZERO),
+        ..Default::default()
+    };
+    // A typed transaction is an RLP string of its bytes; a legacy one is its own RLP list.
+    let txs: usize = p
+        .transactions
+        .iter()
+        .map(|t| match t.first() {
+            Some(b) if *b >= 0xc0 => t.len(),
+            _ => t[..].length(),
+        })
+        .sum();
+    let withdrawals: Vec<ElWithdrawal> = el_withdrawals(p);
+    let list = |payload_length| {
+        RlpHeader {
+            list: true,
+            payload_length,
+        }
+        .length()
+            + payload_length
+    };
+    let body = header.length() + list(txs) + list(0) + withdrawals.length();
+    list(body)
+}
+
+fn el_withdrawals(payload: &ExecutionPayload) -> Vec<ElWithdrawal> {
+    payload
         .withdrawals
         .iter()
         .map(|w| ElWithdrawal {
@@ -78,8 +132,11 @@ fn withdrawals_root(payload: &ExecutionPayload) -> B256 {
             address: w.address,
             amount: w.amount,
         })
-        .collect();
-    alloy_consensus::proofs::calculate_withdrawals_root(&el)
+        .collect()
+}
+
+fn withdrawals_root(payload: &ExecutionPayload) -> B256 {
+    alloy_consensus::proofs::calculate_withdrawals_root(&el_withdrawals(payload))
 }
 
 fn transactions(payload: &ExecutionPayload, full: bool) -> Result<Vec<Value>, ProofError> {
@@ -96,7 +153,9 @@ fn transactions(payload: &ExecutionPayload, full: bool) -> Result<Vec<Value>, Pr
             block_number: payload.block_number,
             index: i as u32,
         };
-        out.push(render_tx(&tx, at, base_fee));
+        let mut rendered = render_tx(&tx, at, base_fee);
+        rendered["blockTimestamp"] = qty(payload.timestamp);
+        out.push(rendered);
     }
     Ok(out)
 }

@@ -160,6 +160,11 @@ fn render_receipt(d: &EthReceiptData, tx: &Tx) -> Value {
         "logsBloom": bytes(d.logs_bloom), "status": qty(d.status),
     });
     let o = out.as_object_mut().expect("an object");
+    // A creation's address follows from its proven sender and nonce.
+    let created =
+        d.to.is_empty()
+            .then(|| bytes(tx.from.create(tx.envelope.nonce())));
+    o.insert("contractAddress".into(), created.unwrap_or(Value::Null));
     if d.transaction_index == 0 {
         o.insert("gasUsed".into(), qty(d.cumulative_gas_used));
     }

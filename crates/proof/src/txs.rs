@@ -93,13 +93,14 @@ fn authorization_list(tx: &TxEnvelope) -> Value {
         .iter()
         .map(|a| {
             json!({"address": bytes(a.address), "chainId": qty256(a.chain_id), "nonce": qty(a.nonce),
-                   "r": bytes(a.r().to_be_bytes::<32>()), "s": bytes(a.s().to_be_bytes::<32>()),
+                   "r": qty256(a.r()), "s": qty256(a.s()),
                    "yParity": qty(a.y_parity())})
         })
         .collect()
 }
 
-/// Renders `tx` at `at` as colibri's `EthTransactionData`; `base_fee` gives the effective
+/// Renders `tx` at `at` as colibri's `EthTransactionData` with geth's number forms (`r`, `s`
+/// as quantities, where colibri writes 32-byte words); `base_fee` gives the effective
 /// `gasPrice` of fee-market transactions.
 pub fn render_tx(tx: &Tx, at: Position, base_fee: u64) -> Value {
     let t = &tx.envelope;
@@ -114,8 +115,8 @@ pub fn render_tx(tx: &Tx, at: Position, base_fee: u64) -> Value {
     let mut out = json!({
         "blockHash": bytes(at.block_hash), "blockNumber": qty(at.block_number), "hash": bytes(tx.hash),
         "transactionIndex": qty(at.index), "type": qty(t.ty()), "nonce": qty(t.nonce()),
-        "input": bytes(t.input()), "r": bytes(sig.r().to_be_bytes::<32>()),
-        "s": bytes(sig.s().to_be_bytes::<32>()), "v": qty(v), "gas": qty(t.gas_limit()),
+        "input": bytes(t.input()), "r": qty256(sig.r()),
+        "s": qty256(sig.s()), "v": qty(v), "gas": qty(t.gas_limit()),
         "from": bytes(tx.from), "to": t.to().map(bytes).unwrap_or(Value::Null),
         "value": qty256(t.value()), "gasPrice": qty(t.effective_gas_price(Some(base_fee))),
         "accessList": access_list(t), "authorizationList": authorization_list(t),
@@ -131,6 +132,9 @@ pub fn render_tx(tx: &Tx, at: Position, base_fee: u64) -> Value {
     if let Some(priority) = t.max_priority_fee_per_gas() {
         o.insert("maxFeePerGas".into(), qty(t.max_fee_per_gas()));
         o.insert("maxPriorityFeePerGas".into(), qty(priority));
+    }
+    if let Some(blob_fee) = t.max_fee_per_blob_gas() {
+        o.insert("maxFeePerBlobGas".into(), qty(blob_fee));
     }
     out
 }

@@ -351,3 +351,52 @@ async fn colibris_client_verifies_what_sszgates_prover_endpoint_serves() {
         assert_eq!(served, 1, "{case}: proofs served to colibri's client");
     }
 }
+
+/// The node's own answer in a recording: the one file of `method`'s answers (`prefix`), its
+/// `result`.
+fn recorded_answer(recording: &std::path::Path, prefix: &str) -> Value {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(recording)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    assert_eq!(files.len(), 1, "{prefix} in {}", recording.display());
+    let text = std::fs::read_to_string(files.remove(0)).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["result"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proven_answers_equal_the_nodes_own_answers() {
+    let Some(dir) = recordings() else { return };
+    use sszgate_proof::render::difference_from_standard;
+    for (case, prefix) in [
+        ("eth_getTransactionByHash1", "eth_getTransactionByHash_"),
+        ("eth_getBlockByHash1", "eth_getBlockByHash_"),
+        ("eth_getLogs1", "eth_getLogs_"),
+        ("eth_getTransactionReceipt1", "eth_getBlockReceipts_"),
+    ] {
+        let e = expected(case);
+        let s = setup(case).await;
+        let c = client(&s, "/proof", trust_for(case), None);
+        let ours = c
+            .call(e["method"].as_str().unwrap(), &params(&e))
+            .await
+            .unwrap();
+        let mut node = recorded_answer(&dir.join(case), prefix);
+        if case == "eth_getTransactionReceipt1" {
+            let index = usize::from_str_radix(
+                ours["transactionIndex"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("0x"),
+                16,
+            )
+            .unwrap();
+            node = node[index].clone();
+        }
+        assert!(node.is_object() || node.is_array(), "{case}: {node}");
+        if let Some(at) = difference_from_standard(&ours, &node, "") {
+            panic!("{case}: differs at {at}");
+        }
+    }
+}

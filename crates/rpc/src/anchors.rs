@@ -158,15 +158,48 @@ pub struct LightAnchors<A: sszgate_light::BeaconApi>(
 
 impl<A: sszgate_light::BeaconApi + 'static> AnchorSource for LightAnchors<A> {
     async fn anchor(&self, r: BlockRef) -> Result<Anchor, AnchorError> {
-        self.0.anchor(r).await.map_err(|e| match e {
-            sszgate_light::LightError::NotConnected { .. } => {
-                AnchorError::NotAnchored(e.to_string())
-            }
-            other => AnchorError::Unavailable(other.to_string()),
-        })
+        self.0.anchor(r).await.map_err(anchor_error)
     }
 
     fn status(&self) -> Option<sszgate_light::client::LightStatus> {
         Some(self.0.status())
+    }
+}
+
+/// What a light-client failure means for a block: not anchored when the light client could
+/// not tie it to a signed header — not connected, or a block whose recomputed root is not the
+/// header's (a node serving containers of another spec version, or a changed block) — so the
+/// verifier may still reach it by parent hash from a block that is anchored; unavailable for
+/// anything else (not synced, the beacon node down …).
+fn anchor_error(e: sszgate_light::LightError) -> AnchorError {
+    use sszgate_light::LightError;
+    match e {
+        LightError::NotConnected { .. } | LightError::RootMismatch { .. } => {
+            AnchorError::NotAnchored(e.to_string())
+        }
+        other => AnchorError::Unavailable(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sszgate_light::LightError;
+
+    #[test]
+    fn a_block_the_light_client_cannot_tie_is_not_anchored_other_failures_unavailable() {
+        let mismatch = LightError::RootMismatch {
+            check: "block_root",
+            field: "body",
+            got: B256::ZERO,
+            expected: B256::repeat_byte(1),
+        };
+        assert!(
+            matches!(anchor_error(mismatch), AnchorError::NotAnchored(m) if m.contains("block_root"))
+        );
+        let config = LightError::Config {
+            field: "SECONDS_PER_SLOT",
+        };
+        assert!(matches!(anchor_error(config), AnchorError::Unavailable(_)));
     }
 }
