@@ -40,6 +40,11 @@ use tree::BodyTree;
 
 /// The largest beacon block or JSON answer read.
 const MAX_ANSWER: usize = 64 << 20;
+/// The most blocks one eth_getLogs proof spans (each costs the block's receipts and two
+/// beacon blocks from the upstreams), as the local verifier's default.
+const MAX_LOG_BLOCKS: usize = 64;
+/// The most accounts one eth_call proof carries (each costs an `eth_getProof`).
+const MAX_CALL_ACCOUNTS: usize = 256;
 /// Payload gindex of the whole execution payload in the body.
 const EXECUTION_PAYLOAD: u64 = 25;
 
@@ -363,6 +368,12 @@ impl Prover {
                 None => order.push((log.block_number, vec![log.transaction_index])),
             }
         }
+        if order.len() > MAX_LOG_BLOCKS {
+            return Err(ProveError::Unsupported(format!(
+                "logs in {} blocks; at most {MAX_LOG_BLOCKS} in one proof (narrow the range)",
+                order.len()
+            )));
+        }
         let mut blocks = Vec::with_capacity(order.len());
         for (number, txs) in order.into_iter().rev() {
             blocks.push(
@@ -426,6 +437,12 @@ impl Prover {
         let prestate = trace
             .as_object()
             .ok_or_else(|| upstream("debug_traceCall: not an object"))?;
+        if prestate.len() > MAX_CALL_ACCOUNTS {
+            return Err(ProveError::Unsupported(format!(
+                "the call touches {} accounts; at most {MAX_CALL_ACCOUNTS} in one proof",
+                prestate.len()
+            )));
+        }
         let mut accounts = Vec::with_capacity(prestate.len());
         for (address, state) in prestate {
             let a: Address = address
