@@ -21,6 +21,7 @@ use alloy_primitives::{Address, B256, Bytes};
 use serde_json::{Value, json};
 use ssz::Encode;
 use sszgate_light::block::AnyBlock;
+use sszgate_light::store::is_supermajority;
 use sszgate_light::{BeaconApi, ChainSpec, HttpBeaconApi};
 use sszgate_rpc::Upstream;
 
@@ -45,6 +46,8 @@ const MAX_ANSWER: usize = 64 << 20;
 const MAX_LOG_BLOCKS: usize = 64;
 /// The most accounts one eth_call proof carries (each costs an `eth_getProof`).
 const MAX_CALL_ACCOUNTS: usize = 256;
+/// The most blocks `latest` steps back to find one signed by 2/3 of the committee.
+const MAX_SIGNER_SEARCH: usize = 8;
 /// Payload gindex of the whole execution payload in the body.
 const EXECUTION_PAYLOAD: u64 = 25;
 
@@ -144,18 +147,7 @@ impl Prover {
     /// The data block and its signing child for a block argument (§12.1).
     async fn resolve(&self, block: &BlockArg) -> Result<Blocks, ProveError> {
         let (data_root, signing_root) = match block {
-            BlockArg::Tag(t) if t == "latest" => {
-                let signing = self.block("head").await?;
-                if signing.summary().sync_aggregate.participants() == 0 {
-                    return Err(ProveError::Unsupported(
-                        "the head block carries no signature".into(),
-                    ));
-                }
-                let data = self
-                    .block(&signing.summary().header.parent_root.to_string())
-                    .await?;
-                return Ok(Blocks { data, signing });
-            }
+            BlockArg::Tag(t) if t == "latest" => return self.latest().await,
             BlockArg::Tag(t) => return Err(ProveError::Unsupported(format!("block tag {t}"))),
             BlockArg::Number(n) => {
                 let data = self
@@ -174,6 +166,25 @@ impl Prover {
         let signing = self.block(&signing_root.to_string()).await?;
         let data = self.block(&data_root.to_string()).await?;
         Ok(Blocks { data, signing })
+    }
+
+    /// `latest` (§12.1): the head's parent, signed by the head — or, where fewer than 2/3 of
+    /// the committee signed the head (a verifier refuses that), the newest block signed by a
+    /// child that has 2/3, at most [`MAX_SIGNER_SEARCH`] blocks back. colibri steps back only
+    /// from an empty aggregate.
+    async fn latest(&self) -> Result<Blocks, ProveError> {
+        let mut signing = self.block("head").await?;
+        for _ in 0..MAX_SIGNER_SEARCH {
+            let summary = signing.summary();
+            if is_supermajority(summary.sync_aggregate.participants()) {
+                let data = self.block(&summary.header.parent_root.to_string()).await?;
+                return Ok(Blocks { data, signing });
+            }
+            signing = self.block(&summary.header.parent_root.to_string()).await?;
+        }
+        Err(ProveError::Unsupported(format!(
+            "none of the newest {MAX_SIGNER_SEARCH} blocks carries the signatures of 2/3 of the sync committee"
+        )))
     }
 
     /// Builds the proof of `method(params)`, SSZ-encoded, with no sync data.
