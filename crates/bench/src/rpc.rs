@@ -16,6 +16,7 @@ use std::{
     io::{BufRead, BufReader, Read, Write},
     path::{Path, PathBuf},
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
+    sync::atomic::{AtomicUsize, Ordering},
     time::{Duration, Instant},
 };
 
@@ -416,7 +417,11 @@ struct Colibri {
 
 impl Colibri {
     fn start(package: &Path) -> Result<Colibri, String> {
-        let proofs = std::env::temp_dir().join(format!("sszgate-bench-rpc-{}", std::process::id()));
+        // One directory per run, also when runs share a process (the tests).
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("sszgate-bench-rpc-{}-{run}", std::process::id());
+        let proofs = std::env::temp_dir().join(name);
         std::fs::create_dir_all(&proofs).map_err(|e| format!("{}: {e}", proofs.display()))?;
         Ok(Colibri {
             package: package.to_path_buf(),
