@@ -157,12 +157,15 @@ fn trust_for(
         |e: &dyn std::fmt::Display| format!("sszgate's verifier refused sszgate's proof: {e}");
     let candidates = candidate_keys(case, vectors).map_err(|e| refused(&e))?;
     let codes = codes(&case.dir)?;
+    let checkpoint = (case.checkpoint.as_deref().map(str::parse::<B256>))
+        .transpose()
+        .map_err(|e| format!("trusted_blockhash: {e}"))?;
     let mut why = "no committee keys for the case".to_string();
     for (period, keys) in candidates.into_iter().rev() {
         let source = TrustSource {
             period,
             keys,
-            checkpoint: case.checkpoint.as_deref().and_then(|c| c.parse().ok()),
+            checkpoint,
             codes: codes.clone(),
         };
         match sszgate_proof::verify(proof, &case.method, params, &mut source.state()?) {
