@@ -12,8 +12,9 @@
 //! - [`report`]: their Markdown tables, CSV and SVG charts.
 //! - [`attack`]: the adversarial campaign (`sszgate bench attack`): bombs, floods, slowloris,
 //!   malformed HTTP/1.1, h2c and WebSocket abuse against proxy processes, judged per row.
-//! - [`rpc`]: the verified-RPC benchmark (`sszgate bench rpc`): sszgate's verifier next to
-//!   colibri.stateless's on the recorded mainnet cases, cold and warm, and the bytes each moves.
+//! - [`rpc`]: the verified-RPC benchmark (`sszgate bench rpc`): sszgate's verifier (local
+//!   mode) and its prover and proof verifier (remote mode) next to colibri.stateless's on the
+//!   recorded mainnet cases, cold and warm, and the bytes each moves.
 //!
 //! The codec benchmark is `benches/codec.rs`. Messages come from `sszgate-fixtures`.
 

@@ -2,14 +2,21 @@
 //! (`shared/data/colibri/`), the time sszgate's verifier takes to answer, cold and warm, next
 //! to colibri.stateless verifying its own proof of the same request (its npm package, a child
 //! process driven by `scripts/colibri-peer.mjs`) in the same rounds; the BLS sync-aggregate
-//! check alone; what crossed the wire for each; and whether the two answers agree.
+//! check alone; what crossed the wire for each; and whether the two answers agree. The remote
+//! (proof) mode too (`remote`): sszgate's prover and proof verifier next to colibri's, the
+//! proof sizes, and whether sszgate's proof equals colibri's byte for byte.
 //!
-//! Not here: the verifier (`sszgate-rpc`) or the light client (`sszgate-light`).
+//! Not here: the verifiers (`sszgate-rpc`, `sszgate-proof`) or the light client
+//! (`sszgate-light`).
+
+mod remote;
 
 use std::{
+    array,
     io::{BufRead, BufReader, Read, Write},
     path::{Path, PathBuf},
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
+    sync::atomic::{AtomicUsize, Ordering},
     time::{Duration, Instant},
 };
 
@@ -26,6 +33,7 @@ use sszgate_light::{
 use sszgate_rpc::{FixedAnchors, Limits, Upstream, Verifier};
 
 use crate::harness::{Summary, machine, ms};
+use remote::Remote;
 
 /// The colibri peer's script, written to node's `-e` (so the binary needs no file beside it).
 const COLIBRI_PEER: &str = include_str!("../../../scripts/colibri-peer.mjs");
@@ -35,6 +43,8 @@ const MAX_PEER_LINE: u64 = 64 << 20;
 const MAX_ANSWER: usize = 64 << 20;
 /// The largest `test.json` read (the 170-transaction block's is ~0.4 MB).
 const MAX_TEST_JSON: u64 = 16 << 20;
+/// The largest other recorded file read (beacon blocks, light-client updates: ~1.2 MB).
+const MAX_RECORDED: u64 = 64 << 20;
 /// The case whose recorded sync aggregate the BLS rows check.
 const BLS_CASE: &str = "eth_blockNumber_electra";
 
@@ -43,6 +53,9 @@ const BLS_CASE: &str = "eth_blockNumber_electra";
 pub struct Options {
     /// The recorded cases (`shared/data/colibri`).
     pub data: PathBuf,
+    /// colibri's vectors (`shared/vectors/colibri`): the committee keys sszgate's proof
+    /// verifier trusts for a case, where the vector of the case has them.
+    pub vectors: PathBuf,
     /// colibri's npm package directory; none: sszgate alone, and the report says so.
     pub colibri: Option<PathBuf>,
     /// Rounds of samples per case.
@@ -76,9 +89,42 @@ pub struct CaseRow {
     /// The plain JSON-RPC answer's size (what a provider sends an unverifying client).
     pub answer_bytes: usize,
     /// colibri's proof size.
-    pub proof_bytes: Option<usize>,
+    pub colibri_proof_bytes: Option<usize>,
     /// Whether sszgate's answer and colibri's verified result agree (`None`: colibri did not
     /// run); the difference when they do not.
+    pub agreement: Option<Result<(), String>>,
+    /// sszgate's remote (proof) mode.
+    pub remote: RemoteOutcome,
+}
+
+/// sszgate's remote (proof) mode on one case, or why it has no figures.
+#[derive(Debug)]
+pub enum RemoteOutcome {
+    /// Proven and verified.
+    Measured(RemoteRow),
+    /// sszgate's prover built no proof of the case (a method it lacks, or an answer it needs
+    /// that the recording does not hold): why.
+    NotBuilt(String),
+    /// sszgate's verifier refused sszgate's proof (the run fails): why.
+    Refused(String),
+}
+
+/// The figures of sszgate's remote (proof) mode on one case.
+#[derive(Debug)]
+pub struct RemoteRow {
+    /// sszgate's prover building the proof from the replay server of the recording.
+    pub prove: Summary,
+    /// sszgate's proof verifier on a new trusted state: the period's saved (compressed)
+    /// committee keys loaded, then the proof.
+    pub verify_cold: Summary,
+    /// The proof verified again with the same trusted state.
+    pub verify_warm: Summary,
+    /// sszgate's proof size.
+    pub proof_bytes: usize,
+    /// Whether sszgate's proof equals colibri's byte for byte (`None`: colibri did not run).
+    pub same_proof: Option<bool>,
+    /// Whether sszgate's proof-verified answer and colibri's verified result agree (`None`:
+    /// colibri did not run); the difference when they do not.
     pub agreement: Option<Result<(), String>>,
 }
 
@@ -155,15 +201,21 @@ fn cases(options: &Options) -> Result<Vec<Case>, String> {
 
 /// A text file of at most `max` bytes; a larger one is an error, not read whole.
 fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
+    String::from_utf8(read_bytes_bounded(path, max)?)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A file of at most `max` bytes; a larger one is an error, not read whole.
+fn read_bytes_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     file.take(max + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    if text.len() as u64 > max {
+    if bytes.len() as u64 > max {
         return Err(format!("{}: larger than {max} bytes", path.display()));
     }
-    Ok(text)
+    Ok(bytes)
 }
 
 /// A recorded sync aggregate over its parent block, and the committee that signed it.
@@ -181,7 +233,7 @@ struct BlsCheck {
 impl BlsCheck {
     fn load(dir: &Path) -> Result<BlsCheck, String> {
         let spec = ChainSpec::mainnet();
-        let store = synced_store(&spec, dir)?;
+        let store = synced_store(&spec, dir, &mut |_| {})?;
         let head = block(&spec, &dir.join("eth_v2_beacon_blocks_head.ssz"))?;
         let parent = block(
             &spec,
@@ -237,44 +289,63 @@ impl BlsCheck {
 }
 
 fn block(spec: &ChainSpec, path: &Path) -> Result<BlockSummary, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = read_bytes_bounded(path, MAX_RECORDED)?;
     Ok(AnyBlock::from_ssz(spec, &bytes)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .summary())
 }
 
-/// The files of `dir` whose names start with `prefix`, in name order.
-fn files_starting(dir: &Path, prefix: &str) -> Result<Vec<Vec<u8>>, String> {
+/// The files of `dir` whose names start with `prefix` (none, maybe), in name order, each of
+/// at most `max` bytes.
+fn files_starting(dir: &Path, prefix: &str, max: u64) -> Result<Vec<Vec<u8>>, String> {
+    let files = named_files_starting(dir, prefix, max)?;
+    Ok(files.into_iter().map(|(_, bytes)| bytes).collect())
+}
+
+/// [`files_starting`] with each file's name.
+fn named_files_starting(
+    dir: &Path,
+    prefix: &str,
+    max: u64,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(prefix))
         .collect();
-    if names.is_empty() {
-        return Err(format!("{}: no {prefix}* file", dir.display()));
-    }
     names.sort();
     names
-        .iter()
-        .map(|name| std::fs::read(dir.join(name)).map_err(|e| format!("{name}: {e}")))
+        .into_iter()
+        .map(|name| Ok((name.clone(), read_bytes_bounded(&dir.join(&name), max)?)))
         .collect()
 }
 
-/// The case's bootstrap with every recorded update applied.
-fn synced_store(spec: &ChainSpec, dir: &Path) -> Result<LightClientStore, String> {
-    let bytes = files_starting(dir, "eth_v1_beacon_light_client_bootstrap_")?.remove(0);
+/// The case's bootstrap with every recorded update applied; `each` sees the store after the
+/// bootstrap and after every update.
+fn synced_store(
+    spec: &ChainSpec,
+    dir: &Path,
+    each: &mut dyn FnMut(&LightClientStore),
+) -> Result<LightClientStore, String> {
+    let prefix = "eth_v1_beacon_light_client_bootstrap_";
+    let bytes = files_starting(dir, prefix, MAX_RECORDED)?
+        .into_iter()
+        .next();
+    let bytes = bytes.ok_or_else(|| format!("{}: no {prefix}* file", dir.display()))?;
     let bootstrap = Bootstrap::from_ssz(spec, &bytes).map_err(|e| e.to_string())?;
     let mut store =
         LightClientStore::bootstrap(spec.clone(), bootstrap.header.beacon.root(), &bootstrap)
             .map_err(|e| e.to_string())?;
-    for updates in files_starting(dir, "eth_v1_beacon_light_client_updates_")? {
+    each(&store);
+    for updates in files_starting(dir, "eth_v1_beacon_light_client_updates_", MAX_RECORDED)? {
         for item in split_update_stream(&updates, 128).map_err(|e| e.to_string())? {
             let update = Update::from_ssz(spec, item).map_err(|e| e.to_string())?;
             if spec.period(update.attested_header.beacon.slot) >= store.finalized_period() {
                 store
                     .process_update(&update, u64::MAX / 2)
                     .map_err(|e| e.to_string())?;
+                each(&store);
             }
         }
     }
@@ -346,7 +417,11 @@ struct Colibri {
 
 impl Colibri {
     fn start(package: &Path) -> Result<Colibri, String> {
-        let proofs = std::env::temp_dir().join(format!("sszgate-bench-rpc-{}", std::process::id()));
+        // One directory per run, also when runs share a process (the tests).
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        let run = RUNS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("sszgate-bench-rpc-{}-{run}", std::process::id());
+        let proofs = std::env::temp_dir().join(name);
         std::fs::create_dir_all(&proofs).map_err(|e| format!("{}: {e}", proofs.display()))?;
         Ok(Colibri {
             package: package.to_path_buf(),
@@ -426,7 +501,8 @@ pub fn run(options: &Options) -> Result<Report, String> {
     let mut bls_samples = (Vec::new(), Vec::new(), Vec::new());
     for case in cases(options)? {
         eprintln!("bench rpc: {} ({})", case.name, case.method);
-        let row = runtime.block_on(run_case(&case, &bls, colibri.as_mut().ok(), options.rounds))?;
+        let peer = colibri.as_mut().ok();
+        let row = runtime.block_on(run_case(&case, &bls, peer, options))?;
         for _ in 0..options.rounds {
             bls_samples.0.push(timed(|| bls.cold())?);
             bls_samples.1.push(timed(|| bls.warm())?);
@@ -469,109 +545,225 @@ fn verifier(url: &str, anchors: &FixedAnchors) -> Result<Verifier<FixedAnchors>,
     ))
 }
 
-/// Samples of one case, the variants interleaved in rotating order.
-#[derive(Default)]
-struct CaseSamples {
-    sszgate_cold: Vec<Duration>,
-    sszgate_warm: Vec<Duration>,
-    colibri_cold: Vec<Duration>,
-    colibri_warm: Vec<Duration>,
-    colibri_prove: Vec<Duration>,
+/// What one round samples, one each, the order rotating from round to round.
+#[derive(Clone, Copy)]
+enum Variant {
+    LocalCold,
+    LocalWarm,
+    ColibriCold,
+    ColibriWarm,
+    ColibriProve,
+    Prove,
+    ProofCold,
+    ProofWarm,
+}
+
+/// Every variant, in the order of the samples' slots.
+const VARIANTS: [Variant; 8] = [
+    Variant::LocalCold,
+    Variant::LocalWarm,
+    Variant::ColibriCold,
+    Variant::ColibriWarm,
+    Variant::ColibriProve,
+    Variant::Prove,
+    Variant::ProofCold,
+    Variant::ProofWarm,
+];
+
+/// sszgate's local mode on one case: a replay server of the recording, its first answer and
+/// what that fetched, and a verifier kept warm.
+struct Local {
+    replay: Replay,
+    anchors: FixedAnchors,
+    warm: Verifier<FixedAnchors>,
+    answer: Value,
+    /// The bytes of the files the first answer fetched, and how many.
+    fetched: (u64, usize),
+}
+
+impl Local {
+    async fn start(case: &Case) -> Result<Local, String> {
+        let anchors = FixedAnchors::from_recorded_blocks(&ChainSpec::mainnet(), &case.dir)?;
+        let replay = Replay::start(&case.dir)
+            .await
+            .map_err(|e| format!("{}: replay server: {e}", case.name))?;
+        let answer = verifier(&replay.url(), &anchors)?
+            .call(&case.method, &case.params)
+            .await
+            .map_err(|e| format!("{}: sszgate: {e}", case.name))?;
+        Ok(Local {
+            warm: verifier(&replay.url(), &anchors)?,
+            fetched: fetched(&replay, case),
+            replay,
+            anchors,
+            answer,
+        })
+    }
+
+    /// After a restart: keys read back, one sync-aggregate check, the method on an empty
+    /// verifier.
+    async fn cold(&self, case: &Case, bls: &BlsCheck) -> Result<Duration, String> {
+        let start = Instant::now();
+        bls.cold()?;
+        let fresh = verifier(&self.replay.url(), &self.anchors)?;
+        fresh
+            .call(&case.method, &case.params)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(start.elapsed())
+    }
+
+    async fn warm(&self, case: &Case) -> Result<Duration, String> {
+        let start = Instant::now();
+        self.warm
+            .call(&case.method, &case.params)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(start.elapsed())
+    }
+}
+
+/// The files `replay` served so far: their bytes, and how many.
+fn fetched(replay: &Replay, case: &Case) -> (u64, usize) {
+    let served = replay.served();
+    let bytes = served
+        .iter()
+        .filter_map(|name| std::fs::metadata(case.dir.join(name)).ok())
+        .map(|m| m.len())
+        .sum();
+    (bytes, served.len())
+}
+
+/// colibri's proof of the case (kept by its peer and in a file), verified once by a new
+/// process and once by the peer's client (which the warm samples reuse): the proof's size
+/// and the verified result.
+fn colibri_first(c: &mut Colibri, case: &Case) -> Result<(Option<usize>, Value), String> {
+    let file = c.proof_file(case);
+    let proof = c.peer.ask(&colibri_request(case, "prove", Some(&file)))?;
+    let (_, verified) = c.verify_cold(case)?;
+    c.peer.ask(&colibri_request(case, "verify", Some(&file)))?;
+    let size = proof["size"].as_u64().map(|n| n as usize);
+    Ok((size, verified["result"].clone()))
+}
+
+/// One case set up: each side's first answer, and what the samples reuse.
+struct CaseRun<'a> {
+    case: &'a Case,
+    bls: &'a BlsCheck,
+    local: Local,
+    colibri: Option<&'a mut Colibri>,
+    remote: Result<Remote, RemoteOutcome>,
+}
+
+impl CaseRun<'_> {
+    /// One sample of `variant`; none when it does not run (no colibri, no proof).
+    async fn sample(&mut self, variant: Variant) -> Result<Option<Duration>, String> {
+        let case = self.case;
+        let (colibri, remote) = (self.colibri.as_deref_mut(), self.remote.as_mut().ok());
+        Ok(Some(match (variant, colibri, remote) {
+            (Variant::LocalCold, ..) => self.local.cold(case, self.bls).await?,
+            (Variant::LocalWarm, ..) => self.local.warm(case).await?,
+            (Variant::ColibriCold, Some(c), _) => c.verify_cold(case)?.0,
+            (Variant::ColibriWarm, Some(c), _) => {
+                c.peer.timed(&colibri_request(case, "verify", None))?.0
+            }
+            (Variant::ColibriProve, Some(c), _) => {
+                let file = c.proof_file(case);
+                c.peer
+                    .timed(&colibri_request(case, "prove", Some(&file)))?
+                    .0
+            }
+            (Variant::Prove, _, Some(r)) => r.prove().await?,
+            (Variant::ProofCold, _, Some(r)) => r.verify_cold()?,
+            (Variant::ProofWarm, _, Some(r)) => r.verify_warm()?,
+            _ => return Ok(None),
+        }))
+    }
 }
 
 async fn run_case(
     case: &Case,
     bls: &BlsCheck,
     mut colibri: Option<&mut Colibri>,
-    rounds: usize,
+    options: &Options,
 ) -> Result<CaseRow, String> {
-    let anchors = FixedAnchors::from_recorded_blocks(&ChainSpec::mainnet(), &case.dir)?;
-    let replay = Replay::start(&case.dir)
-        .await
-        .map_err(|e| format!("{}: replay server: {e}", case.name))?;
-    let url = replay.url();
-    // One cold answer first: what it fetched, and the answer to compare.
-    let ours = verifier(&url, &anchors)?
-        .call(&case.method, &case.params)
-        .await
-        .map_err(|e| format!("{}: sszgate: {e}", case.name))?;
-    let served = replay.served();
-    let fetched_bytes = served
-        .iter()
-        .filter_map(|name| std::fs::metadata(case.dir.join(name)).ok())
-        .map(|m| m.len())
-        .sum();
-    let (proof_bytes, agreement) = match colibri.as_deref_mut() {
-        Some(c) => {
-            let file = c.proof_file(case);
-            let proof = c.peer.ask(&colibri_request(case, "prove", Some(&file)))?;
-            let (_, verified) = c.verify_cold(case)?;
-            // The warm client of the peer process, for the warm samples.
-            c.peer.ask(&colibri_request(case, "verify", Some(&file)))?;
-            let agreement = sszgate_rpc::colibri::same(&ours, &verified["result"], "result");
-            (proof["size"].as_u64().map(|n| n as usize), Some(agreement))
-        }
-        None => (None, None),
+    let local = Local::start(case).await?;
+    let colibri_first = colibri
+        .as_deref_mut()
+        .map(|c| colibri_first(c, case))
+        .transpose()?;
+    let remote = Remote::start(case, &options.vectors).await;
+    let mut run = CaseRun {
+        case,
+        bls,
+        local,
+        colibri,
+        remote,
     };
-    let warm = verifier(&url, &anchors)?;
-    let mut samples = CaseSamples::default();
-    for round in 0..rounds {
-        for step in 0..5 {
-            match (step + round) % 5 {
-                0 => {
-                    let start = Instant::now();
-                    bls.cold()?;
-                    let fresh = verifier(&url, &anchors)?;
-                    fresh
-                        .call(&case.method, &case.params)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    samples.sszgate_cold.push(start.elapsed());
-                }
-                1 => {
-                    let start = Instant::now();
-                    warm.call(&case.method, &case.params)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    samples.sszgate_warm.push(start.elapsed());
-                }
-                n => {
-                    let Some(c) = colibri.as_deref_mut() else {
-                        continue;
-                    };
-                    match n {
-                        2 => samples.colibri_cold.push(c.verify_cold(case)?.0),
-                        3 => samples
-                            .colibri_warm
-                            .push(c.peer.timed(&colibri_request(case, "verify", None))?.0),
-                        _ => {
-                            let file = c.proof_file(case);
-                            let request = colibri_request(case, "prove", Some(&file));
-                            samples.colibri_prove.push(c.peer.timed(&request)?.0);
-                        }
-                    }
-                }
+    let mut samples: [Vec<Duration>; VARIANTS.len()] = array::from_fn(|_| Vec::new());
+    for round in 0..options.rounds {
+        for step in 0..VARIANTS.len() {
+            let slot = (step + round) % VARIANTS.len();
+            if let Some(took) = run.sample(VARIANTS[slot]).await? {
+                samples[slot].push(took);
             }
         }
     }
-    let ran = colibri.is_some();
+    case_row(run, colibri_first, samples)
+}
+
+/// The row of a case from its setup and samples.
+fn case_row(
+    run: CaseRun<'_>,
+    colibri_first: Option<(Option<usize>, Value)>,
+    samples: [Vec<Duration>; VARIANTS.len()],
+) -> Result<CaseRow, String> {
+    let [cold, warm, c_cold, c_warm, c_prove, prove, p_cold, p_warm] = samples;
+    let ran = colibri_first.is_some();
     let optional = |name: &str, s: Vec<Duration>| ran.then(|| summary(name, s));
+    let case = run.case;
+    let (fetched_bytes, upstream_requests) = run.local.fetched;
+    let colibri_result = colibri_first.as_ref().map(|(_, result)| result);
+    let colibri_file = run.colibri.as_ref().map(|c| c.proof_file(case));
+    let remote = match run.remote {
+        Ok(r) => RemoteOutcome::Measured(RemoteRow {
+            prove: summary("sszgate prove", prove),
+            verify_cold: summary("sszgate verify (proof) cold", p_cold),
+            verify_warm: summary("sszgate verify (proof) warm", p_warm),
+            proof_bytes: r.proof.len(),
+            same_proof: (colibri_file.as_deref())
+                .map(|f| remote::same_as_colibri(&r.proof, f))
+                .transpose()?,
+            agreement: colibri_result.map(|c| proof_agreement(case, &r.answer, c)),
+        }),
+        Err(outcome) => outcome,
+    };
     Ok(CaseRow {
         case: case.name.clone(),
         method: case.method.clone(),
-        sszgate_cold: summary("sszgate cold", samples.sszgate_cold),
-        sszgate_warm: summary("sszgate warm", samples.sszgate_warm),
-        colibri_cold: optional("colibri cold", samples.colibri_cold),
-        colibri_warm: optional("colibri warm", samples.colibri_warm),
-        colibri_prove: optional("colibri prove", samples.colibri_prove),
+        sszgate_cold: summary("sszgate cold", cold),
+        sszgate_warm: summary("sszgate warm", warm),
+        colibri_cold: optional("colibri cold", c_cold),
+        colibri_warm: optional("colibri warm", c_warm),
+        colibri_prove: optional("colibri prove", c_prove),
         fetched_bytes,
-        upstream_requests: served.len(),
+        upstream_requests,
         answer_bytes: json!({"jsonrpc": "2.0", "id": 1, "result": case.expected})
             .to_string()
             .len(),
-        proof_bytes,
-        agreement,
+        colibri_proof_bytes: colibri_first.as_ref().and_then(|(size, _)| *size),
+        agreement: colibri_result
+            .map(|c| sszgate_rpc::colibri::same(&run.local.answer, c, "result")),
+        remote,
     })
+}
+
+/// sszgate's proof-verified answer against colibri's verified result, less the fields no
+/// proof binds (which sszgate's proof verifier does not return).
+fn proof_agreement(case: &Case, ours: &Value, colibri: &Value) -> Result<(), String> {
+    let bound = remote::bound_fields(&case.method, colibri.clone());
+    sszgate_rpc::colibri::same(ours, &bound, "result")
+        .map_err(|e| format!("sszgate's proof-verified answer: {e}"))
 }
 
 /// `median (p10–p90)` in milliseconds, or `—`.
@@ -587,8 +779,32 @@ fn cell(s: Option<&Summary>) -> String {
     }
 }
 
+/// `yes`, `no: …`, or `—` when not compared.
+fn agreed(agreement: Option<&Result<(), String>>) -> String {
+    match agreement {
+        None => "—".to_string(),
+        Some(Ok(())) => "yes".to_string(),
+        Some(Err(e)) => format!("no: {}", e.replace('|', "\\|")),
+    }
+}
+
+impl RemoteOutcome {
+    /// Why there are no figures, as a table cell (`unsupported: …` for a method or case the
+    /// prover lacks).
+    fn note(&self) -> String {
+        let text = match self {
+            RemoteOutcome::Measured(_) => return String::new(),
+            RemoteOutcome::NotBuilt(why) if why.starts_with("unsupported") => why.clone(),
+            RemoteOutcome::NotBuilt(why) => format!("not built: {why}"),
+            RemoteOutcome::Refused(why) => format!("no: {why}"),
+        };
+        text.replace('|', "\\|")
+    }
+}
+
 impl Report {
-    /// The report as Markdown: the timing table, the sizes table, the BLS rows, the machine.
+    /// The report as Markdown: the local-mode timing table, the BLS rows, the remote-mode
+    /// (proof) timing table and the transfer sizes.
     pub fn markdown(&self) -> String {
         let mut out = format!(
             "{} rounds per case, the variants interleaved. Times in ms, median (p10–p90).\n\
@@ -599,7 +815,21 @@ impl Report {
                 Err(why) => format!("not run: {why}"),
             }
         );
-        out += "| case | method | sszgate cold | sszgate warm | colibri verify cold | colibri verify warm | colibri prove | same answer |\n|---|---|---:|---:|---:|---:|---:|---|\n";
+        out += &self.local_table();
+        out += &format!(
+            "\nBLS sync-aggregate check ({BLS_CASE}'s head over its parent): a committee first learned (512 keys decompressed and subgroup-checked) {}; after a restart (keys read back from the saved state) {}; warm (keys in memory) {}.\n\n",
+            cell(Some(&self.bls_first)),
+            cell(Some(&self.bls_cold)),
+            cell(Some(&self.bls_warm))
+        );
+        out += &self.remote_table();
+        out += &self.sizes_table();
+        out
+    }
+
+    /// Local mode: sszgate's verifier fetching the standard answers, next to colibri.
+    fn local_table(&self) -> String {
+        let mut out = "| case | method | sszgate cold | sszgate warm | colibri verify cold | colibri verify warm | colibri prove | same answer |\n|---|---|---:|---:|---:|---:|---:|---|\n".to_string();
         for r in &self.rows {
             out += &format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -610,42 +840,84 @@ impl Report {
                 cell(r.colibri_cold.as_ref()),
                 cell(r.colibri_warm.as_ref()),
                 cell(r.colibri_prove.as_ref()),
-                match &r.agreement {
-                    None => "—".to_string(),
-                    Some(Ok(())) => "yes".to_string(),
-                    Some(Err(e)) => format!("no: {e}"),
-                }
-            );
-        }
-        out += &format!(
-            "\nBLS sync-aggregate check ({BLS_CASE}'s head over its parent): a committee first learned (512 keys decompressed and subgroup-checked) {}; after a restart (keys read back from the saved state) {}; warm (keys in memory) {}.\n\n",
-            cell(Some(&self.bls_first)),
-            cell(Some(&self.bls_cold)),
-            cell(Some(&self.bls_warm))
-        );
-        out += "| case | plain JSON-RPC answer, bytes | sszgate fetched, bytes (requests) | colibri proof, bytes |\n|---|---:|---:|---:|\n";
-        for r in &self.rows {
-            out += &format!(
-                "| {} | {} | {} ({}) | {} |\n",
-                r.case,
-                r.answer_bytes,
-                r.fetched_bytes,
-                r.upstream_requests,
-                r.proof_bytes.map_or("—".into(), |n| n.to_string())
+                agreed(r.agreement.as_ref())
             );
         }
         out
     }
 
-    /// Cases where sszgate's and colibri's answers differ.
-    pub fn disagreements(&self) -> Vec<(&str, &str)> {
-        self.rows
-            .iter()
-            .filter_map(|r| match &r.agreement {
-                Some(Err(e)) => Some((r.case.as_str(), e.as_str())),
+    /// Remote mode: sszgate's prover and proof verifier next to colibri's.
+    fn remote_table(&self) -> String {
+        let mut out = "Remote mode (proofs): sszgate's prover building the proof from the recording's replay server; sszgate's proof verifier on it cold (a new trusted state: the 512 saved, compressed committee keys of the proof's period decompressed, the recorded contract code) and warm (the same state again); colibri as above, on its own proof.\n\n| case | method | sszgate prove | colibri prove | sszgate verify cold | sszgate verify warm | colibri verify cold | colibri verify warm | same answer |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n".to_string();
+        for r in &self.rows {
+            let measured = match &r.remote {
+                RemoteOutcome::Measured(m) => Some(m),
                 _ => None,
-            })
-            .collect()
+            };
+            out += &format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                r.case,
+                r.method,
+                cell(measured.map(|m| &m.prove)),
+                cell(r.colibri_prove.as_ref()),
+                cell(measured.map(|m| &m.verify_cold)),
+                cell(measured.map(|m| &m.verify_warm)),
+                cell(r.colibri_cold.as_ref()),
+                cell(r.colibri_warm.as_ref()),
+                measured.map_or_else(|| r.remote.note(), |m| agreed(m.agreement.as_ref()))
+            );
+        }
+        out
+    }
+
+    /// Bytes on the wire: the plain answer, what the local mode fetched, the two proofs.
+    fn sizes_table(&self) -> String {
+        let mut out = "\n| case | method | plain JSON-RPC answer, bytes | sszgate local mode fetched, bytes (requests) | sszgate proof, bytes | colibri proof, bytes | same proof bytes |\n|---|---|---:|---:|---:|---:|---|\n".to_string();
+        let number = |n: Option<usize>| n.map_or("—".into(), |n| n.to_string());
+        for r in &self.rows {
+            let (ours, same) = match &r.remote {
+                RemoteOutcome::Measured(m) => (
+                    Some(m.proof_bytes),
+                    match m.same_proof {
+                        None => "—".to_string(),
+                        Some(same) => if same { "yes" } else { "no" }.to_string(),
+                    },
+                ),
+                other => (None, other.note()),
+            };
+            out += &format!(
+                "| {} | {} | {} | {} ({}) | {} | {} | {} |\n",
+                r.case,
+                r.method,
+                r.answer_bytes,
+                r.fetched_bytes,
+                r.upstream_requests,
+                number(ours),
+                number(r.colibri_proof_bytes),
+                same
+            );
+        }
+        out
+    }
+
+    /// Cases where sszgate's and colibri's answers differ (local mode, or sszgate's proof
+    /// verified), or where sszgate's verifier refused sszgate's proof.
+    pub fn disagreements(&self) -> Vec<(&str, &str)> {
+        let mut out = Vec::new();
+        for r in &self.rows {
+            if let Some(Err(e)) = &r.agreement {
+                out.push((r.case.as_str(), e.as_str()));
+            }
+            match &r.remote {
+                RemoteOutcome::Measured(RemoteRow {
+                    agreement: Some(Err(e)),
+                    ..
+                })
+                | RemoteOutcome::Refused(e) => out.push((r.case.as_str(), e.as_str())),
+                _ => {}
+            }
+        }
+        out
     }
 }
 

@@ -38,10 +38,11 @@ enum BenchCommand {
     /// answered within 1 s after, fds or RSS grew past their bounds, an unauthenticated or a
     /// hidden call reached the EL).
     Attack(AttackArgs),
-    /// Verified RPC: sszgate's verifier on every recorded mainnet case, cold and warm, next to
-    /// colibri.stateless's prover and verifier (its npm package, run by node) in the same
-    /// rounds; the BLS sync-aggregate check; the bytes each moves. Exits 1 when the two
-    /// answers of a case differ.
+    /// Verified RPC: sszgate's verifier on every recorded mainnet case, cold and warm, and
+    /// sszgate's prover and proof verifier (the remote mode), next to colibri.stateless's
+    /// prover and verifier (its npm package, run by node) in the same rounds; the BLS
+    /// sync-aggregate check; the bytes each moves, and whether the two proofs are the same.
+    /// Exits 1 when the two answers of a case differ.
     Rpc(RpcBenchArgs),
 }
 
@@ -51,6 +52,11 @@ struct RpcBenchArgs {
     /// ../shared/data/colibri next to the repository.
     #[arg(long, env = "SSZGATE_RPC_CASES")]
     cases: Option<PathBuf>,
+    /// colibri's vectors (one directory each): the committee keys sszgate's proof verifier
+    /// trusts for a case that has one; default: ../shared/vectors/colibri next to the
+    /// repository.
+    #[arg(long, env = "SSZGATE_COLIBRI_VECTORS")]
+    vectors: Option<PathBuf>,
     /// colibri.stateless's npm package directory (node_modules/@corpus-core/colibri-stateless);
     /// without it sszgate is measured alone and the report says so.
     #[arg(long, env = "SSZGATE_COLIBRI")]
@@ -69,11 +75,12 @@ fn rpc(args: RpcBenchArgs) -> Result<()> {
     if args.rounds == 0 {
         anyhow::bail!("--rounds must be at least 1");
     }
-    let cases = args.cases.unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/colibri")
-    });
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
     let options = sszgate_bench::rpc::Options {
-        data: cases,
+        data: args.cases.unwrap_or_else(|| shared.join("data/colibri")),
+        vectors: args
+            .vectors
+            .unwrap_or_else(|| shared.join("vectors/colibri")),
         colibri: args.colibri,
         rounds: args.rounds,
         only: args.only,
