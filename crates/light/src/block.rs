@@ -412,6 +412,48 @@ impl AnyBlock {
         })
     }
 
+    /// The block's parent root (read, not hashed).
+    pub fn parent_root(&self) -> B256 {
+        match self {
+            AnyBlock::Deneb(b) => b.message.parent_root,
+            AnyBlock::Electra(b) => b.message.parent_root,
+        }
+    }
+
+    /// The sync aggregate in the block's body (read, not hashed).
+    pub fn sync_aggregate(&self) -> &SyncAggregate {
+        match self {
+            AnyBlock::Deneb(b) => &b.message.body.sync_aggregate,
+            AnyBlock::Electra(b) => &b.message.body.sync_aggregate,
+        }
+    }
+
+    /// The block's header with `body_root`, the body's root computed by the caller (a prover
+    /// that builds the body's tree anyway need not hash the body twice).
+    pub fn header_with(&self, body_root: B256) -> BeaconBlockHeader {
+        let m = |slot, proposer_index, parent_root, state_root| BeaconBlockHeader {
+            slot,
+            proposer_index,
+            parent_root,
+            state_root,
+            body_root,
+        };
+        match self {
+            AnyBlock::Deneb(b) => m(
+                b.message.slot,
+                b.message.proposer_index,
+                b.message.parent_root,
+                b.message.state_root,
+            ),
+            AnyBlock::Electra(b) => m(
+                b.message.slot,
+                b.message.proposer_index,
+                b.message.parent_root,
+                b.message.state_root,
+            ),
+        }
+    }
+
     /// The block's header, roots and the fields the light client uses.
     pub fn summary(&self) -> BlockSummary {
         match self {

@@ -139,15 +139,16 @@ fn withdrawals_root(payload: &ExecutionPayload) -> B256 {
     alloy_consensus::proofs::calculate_withdrawals_root(&el_withdrawals(payload))
 }
 
+/// The block's transactions: hashes, or full objects (sender recovery, most of the cost,
+/// spread over the cores as the local verifier does).
 fn transactions(payload: &ExecutionPayload, full: bool) -> Result<Vec<Value>, ProofError> {
+    let txs = &payload.transactions;
+    if !full {
+        return Ok(txs.iter().map(|raw| bytes(keccak256(&raw[..]))).collect());
+    }
     let base_fee = u64::try_from(payload.base_fee_per_gas).unwrap_or(u64::MAX);
-    let mut out = Vec::with_capacity(payload.transactions.len());
-    for (i, raw) in payload.transactions.iter().enumerate() {
-        if !full {
-            out.push(bytes(keccak256(&raw[..])));
-            continue;
-        }
-        let tx = decode_tx(raw, &format!("executionPayload.transactions[{i}]"))?;
+    sszgate_rpc::map_on_cores(txs.len(), 32, |i| {
+        let tx = decode_tx(&txs[i], &format!("executionPayload.transactions[{i}]"))?;
         let at = Position {
             block_hash: payload.block_hash,
             block_number: payload.block_number,
@@ -155,9 +156,8 @@ fn transactions(payload: &ExecutionPayload, full: bool) -> Result<Vec<Value>, Pr
         };
         let mut rendered = render_tx(&tx, at, base_fee);
         rendered["blockTimestamp"] = qty(payload.timestamp);
-        out.push(rendered);
-    }
-    Ok(out)
+        Ok(rendered)
+    })
 }
 
 /// Renders a proven payload as colibri's `EthBlockData` (§5.4), with the derived fields

@@ -400,3 +400,36 @@ async fn proven_answers_equal_the_nodes_own_answers() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_by_block_hash_and_index_from_a_checkpoint() {
+    let Some(dir) = recordings() else { return };
+    let case = "eth_getTransactionByBlockHashAndIndex1";
+    let recording = dir.join(case);
+    let test: Value =
+        serde_json::from_str(&std::fs::read_to_string(recording.join("test.json")).unwrap())
+            .unwrap();
+    // The recording's bootstrap, its root taken as the trusted checkpoint.
+    let bootstrap = std::fs::read_dir(&recording)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("light_client_bootstrap"))
+        .unwrap();
+    let bootstrap = std::fs::read(bootstrap).unwrap();
+    let bootstrap =
+        sszgate_light::types::Bootstrap::from_ssz(&ChainSpec::mainnet(), &bootstrap).unwrap();
+    let root = tree_hash::TreeHash::tree_hash_root(&bootstrap.header.beacon);
+    let s = setup(case).await;
+    let mut trust = TrustedState::new(ChainSpec::mainnet());
+    trust.checkpoint = Some(root);
+    let c = client(&s, "/proof", trust, None);
+    let params = test["params"].as_array().unwrap().clone();
+    let ours = c
+        .call(test["method"].as_str().unwrap(), &params)
+        .await
+        .unwrap();
+    if let Err(at) = sszgate_rpc::colibri::same(&ours, &test["expected_result"], "result") {
+        panic!("differs from colibri's result at {at}");
+    }
+    assert_eq!(ours["transactionIndex"], "0x3");
+}

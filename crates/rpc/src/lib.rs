@@ -25,6 +25,7 @@ mod error;
 mod params;
 mod receipts;
 mod render;
+pub use render::map_on_cores;
 mod server;
 mod state;
 mod upstream;

@@ -69,19 +69,30 @@ const PARALLEL_FROM: usize = 32;
 /// signature; 170 transactions took 9 ms on one core, docs/benchmarks.md), so the block is
 /// split over the machine's cores.
 fn tx_objects(block: &VerifiedBlock, count: usize) -> Result<Vec<Transaction>, RpcError> {
+    map_on_cores(count, PARALLEL_FROM, |i| tx_object(block, i))
+}
+
+/// `f(0..count)` in order, split over the machine's cores in runs of at least `at_least`
+/// (fewer items stay on the calling thread); the first error is returned.
+pub fn map_on_cores<R: Send, E: Send>(
+    count: usize,
+    at_least: usize,
+    f: impl Fn(usize) -> Result<R, E> + Sync,
+) -> Result<Vec<R>, E> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(count / PARALLEL_FROM).max(1);
+    let threads = cores.min(count / at_least.max(1)).max(1);
     if threads == 1 {
-        return (0..count).map(|i| tx_object(block, i)).collect();
+        return (0..count).map(&f).collect();
     }
     let chunk = count.div_ceil(threads);
+    let f = &f;
     std::thread::scope(|scope| {
         let parts: Vec<_> = (0..count)
             .step_by(chunk)
             .map(|start| {
                 scope.spawn(move || {
                     (start..(start + chunk).min(count))
-                        .map(|i| tx_object(block, i))
+                        .map(f)
                         .collect::<Result<Vec<_>, _>>()
                 })
             })

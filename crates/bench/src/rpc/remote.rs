@@ -4,10 +4,10 @@
 //! equals colibri's proof byte for byte, and whether its verified answer agrees with
 //! colibri's.
 //!
-//! A cold verification is what a restarted verifier built on `sszgate_proof` pays: a new
-//! `TrustedState` given the saved committee keys of the proof's period (512 compressed keys,
-//! which `TrustedState` decompresses and subgroup-checks: it takes no other form), the
-//! recording's contract code (what colibri's storage holds), then the proof.
+//! A cold verification is what a restarted `sszgate rpc --prover` pays: a new `TrustedState`
+//! read from its saved keys file (`TrustedState::load`: the committee's keys uncompressed,
+//! each checked to be the committee's), the recording's contract code (what colibri's storage
+//! holds), then the proof — with nothing cached, so the signature is checked.
 //!
 //! Not here: the prover or the verifier (`sszgate-proof`); colibri's side (the parent module).
 
@@ -40,15 +40,17 @@ const MAX_KEYS: u64 = 512 * 48;
 /// What a restarted verifier loads before its first proof.
 struct TrustSource {
     period: u64,
-    /// The committee's 512 keys, compressed, as saved.
+    /// The committee's 512 keys, compressed, as the vector gives them.
     keys: Vec<u8>,
     checkpoint: Option<B256>,
     codes: Vec<Bytes>,
+    /// The keys saved by `TrustedState::save`, once they verified the proof.
+    saved: Option<std::path::PathBuf>,
 }
 
 impl TrustSource {
-    /// A new trusted state from the saved keys, checkpoint and code.
-    fn state(&self) -> Result<TrustedState, String> {
+    /// A new trusted state from the keys (decompressed), checkpoint and code.
+    fn fresh(&self) -> Result<TrustedState, String> {
         let mut trust = TrustedState::new(ChainSpec::mainnet());
         trust.checkpoint = self.checkpoint;
         trust
@@ -58,6 +60,44 @@ impl TrustSource {
             trust.add_code(code.clone());
         }
         Ok(trust)
+    }
+
+    /// Saves the keys as `sszgate rpc --prover` keeps them, for [`TrustSource::state`].
+    fn save(&mut self) -> Result<(), String> {
+        let path = std::env::temp_dir().join(format!(
+            "sszgate-bench-keys-{}-{}-{}.bin",
+            std::process::id(),
+            self.period,
+            SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        self.fresh()?
+            .save(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        self.saved = Some(path);
+        Ok(())
+    }
+
+    /// A restarted verifier's state: the saved keys read back, and the code.
+    fn state(&self) -> Result<TrustedState, String> {
+        let Some(path) = &self.saved else {
+            return self.fresh();
+        };
+        let mut trust = TrustedState::load(ChainSpec::mainnet(), path)?;
+        for code in &self.codes {
+            trust.add_code(code.clone());
+        }
+        Ok(trust)
+    }
+}
+
+/// Saved key files made by this process, to name each apart.
+static SAVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl Drop for TrustSource {
+    fn drop(&mut self) {
+        if let Some(path) = &self.saved {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -162,14 +202,18 @@ fn trust_for(
         .map_err(|e| format!("trusted_blockhash: {e}"))?;
     let mut why = "no committee keys for the case".to_string();
     for (period, keys) in candidates.into_iter().rev() {
-        let source = TrustSource {
+        let mut source = TrustSource {
             period,
             keys,
             checkpoint,
             codes: codes.clone(),
+            saved: None,
         };
-        match sszgate_proof::verify(proof, &case.method, params, &mut source.state()?) {
-            Ok(answer) => return Ok((source, answer)),
+        match sszgate_proof::verify(proof, &case.method, params, &mut source.fresh()?) {
+            Ok(answer) => {
+                source.save()?;
+                return Ok((source, answer));
+            }
             Err(e) if e.check() == Some(Check::Committee) => why = e.to_string(),
             Err(e) => return Err(refused(&e)),
         }

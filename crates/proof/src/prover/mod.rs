@@ -2,7 +2,8 @@
 //! with the upstream requests colibri's prover makes (spec §12), so that its proofs equal
 //! colibri's byte for byte where colibri's are correct.
 //!
-//! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash,
+//! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash and
+//! ByBlockHashAndIndex/ByBlockNumberAndIndex,
 //! eth_getTransactionReceipt, eth_getLogs, eth_call, and the account methods eth_getBalance,
 //! eth_getTransactionCount, eth_getStorageAt, eth_getCode, eth_getProof (block argument a tag,
 //! a number or a hash). The signature is always the data block's child's sync aggregate
@@ -38,6 +39,7 @@ use crate::types::{
 };
 use ssz_types::VariableList;
 use tree::BodyTree;
+use tree_hash::TreeHash;
 
 /// The largest beacon block or JSON answer read.
 const MAX_ANSWER: usize = 64 << 20;
@@ -175,12 +177,12 @@ impl Prover {
     async fn latest(&self) -> Result<Blocks, ProveError> {
         let mut signing = self.block("head").await?;
         for _ in 0..MAX_SIGNER_SEARCH {
-            let summary = signing.summary();
-            if is_supermajority(summary.sync_aggregate.participants()) {
-                let data = self.block(&summary.header.parent_root.to_string()).await?;
+            let parent = signing.parent_root().to_string();
+            if is_supermajority(signing.sync_aggregate().participants()) {
+                let data = self.block(&parent).await?;
                 return Ok(Blocks { data, signing });
             }
-            signing = self.block(&summary.header.parent_root.to_string()).await?;
+            signing = self.block(&parent).await?;
         }
         Err(ProveError::Unsupported(format!(
             "none of the newest {MAX_SIGNER_SEARCH} blocks carries the signatures of 2/3 of the sync committee"
@@ -241,6 +243,14 @@ impl Prover {
                 self.transaction(params::hash(params, 0).map_err(param_err)?)
                     .await?,
             ),
+            "eth_getTransactionByBlockHashAndIndex" | "eth_getTransactionByBlockNumberAndIndex" => {
+                let block = params::block(params, 0).map_err(param_err)?;
+                let index = params::quantity(params, 1).map_err(param_err)?;
+                let index = u32::try_from(index)
+                    .map_err(|_| ProveError::Params(format!("index {index}")))?;
+                let b = self.resolve(&block).await?;
+                (DataUnion::None, transaction_in(&b, index)?)
+            }
             "eth_getTransactionReceipt" => {
                 self.receipt(params::hash(params, 0).map_err(param_err)?)
                     .await?
@@ -298,25 +308,7 @@ impl Prover {
     async fn transaction(&self, hash: B256) -> Result<ProofUnion, ProveError> {
         let (number, index) = self.locate(hash).await?;
         let b = self.resolve(&BlockArg::Number(number)).await?;
-        let (header, header_proof, tree) = tie(&b)?;
-        let p = b.data.execution_payload();
-        let raw = tx_at(p, index)?;
-        let leaves = [
-            BLOCK_NUMBER,
-            crate::multiproof::BASE_FEE,
-            BLOCK_HASH,
-            transaction_gindex(index),
-        ];
-        Ok(ProofUnion::Transaction(Box::new(TransactionProof {
-            transaction: raw.clone(),
-            transaction_index: index,
-            block_number: p.block_number,
-            block_hash: p.block_hash,
-            base_fee_per_gas: u64::try_from(p.base_fee_per_gas).map_err(upstream)?,
-            proof: nodes(tree.multiproof(&leaves))?,
-            header,
-            header_proof,
-        })))
+        transaction_in(&b, index)
     }
 
     async fn block_receipts(
@@ -575,6 +567,29 @@ impl Prover {
     }
 }
 
+/// The `TransactionProof` of transaction `index` of the data block.
+fn transaction_in(b: &Blocks, index: u32) -> Result<ProofUnion, ProveError> {
+    let (header, header_proof, tree) = tie(b)?;
+    let p = b.data.execution_payload();
+    let raw = tx_at(p, index)?;
+    let leaves = [
+        BLOCK_NUMBER,
+        crate::multiproof::BASE_FEE,
+        BLOCK_HASH,
+        transaction_gindex(index),
+    ];
+    Ok(ProofUnion::Transaction(Box::new(TransactionProof {
+        transaction: raw.clone(),
+        transaction_index: index,
+        block_number: p.block_number,
+        block_hash: p.block_hash,
+        base_fee_per_gas: u64::try_from(p.base_fee_per_gas).map_err(upstream)?,
+        proof: nodes(tree.multiproof(&leaves))?,
+        header,
+        header_proof,
+    })))
+}
+
 /// The slots whose sync committees sign a proof's headers (the slot after each data header,
 /// as the verifier takes it).
 fn signed_slots(proof: &ProofUnion) -> Vec<u64> {
@@ -646,17 +661,17 @@ fn tie(
     ),
     ProveError,
 > {
-    let data = b.data.summary();
-    let signing = b.signing.summary();
-    if signing.header.parent_root != data.root {
+    let tree = BodyTree::new(&b.data);
+    let header = b.data.header_with(tree.root());
+    if b.signing.parent_root() != header.tree_hash_root() {
         return Err(ProveError::Unsupported(
             "the signing block is not the data block's child".into(),
         ));
     }
     Ok((
-        data.header,
-        HeaderProofUnion::Signature(signing.sync_aggregate),
-        BodyTree::new(&b.data),
+        header,
+        HeaderProofUnion::Signature(b.signing.sync_aggregate().clone()),
+        tree,
     ))
 }
 

@@ -38,16 +38,29 @@ macro_rules! roots {
     ($body:expr, $($f:ident),+) => { vec![$($body.$f.tree_hash_root()),+] };
 }
 
-/// The roots of a body's fields (Deneb's twelve, then a later fork's `extra` ones).
+/// The roots of a body's fields (Deneb's twelve, then a later fork's `extra` ones), the
+/// execution payload's given (`payload`: computed once, from the payload's field roots).
 macro_rules! body_roots {
-    ($body:expr $(, $extra:ident)*) => {
-        roots!($body, randao_reveal, eth1_data, graffiti, proposer_slashings, attester_slashings,
-            attestations, deposits, voluntary_exits, sync_aggregate, execution_payload,
-            bls_to_execution_changes, blob_kzg_commitments $(, $extra)*)
-    };
+    ($body:expr, $payload:expr $(, $extra:ident)*) => {{
+        let mut fields = roots!($body, randao_reveal, eth1_data, graffiti, proposer_slashings,
+            attester_slashings, attestations, deposits, voluntary_exits, sync_aggregate);
+        fields.push($payload);
+        fields.extend(roots!($body, bls_to_execution_changes, blob_kzg_commitments $(, $extra)*));
+        fields
+    }};
 }
 
-fn payload_fields(p: &ExecutionPayload) -> Vec<B256> {
+/// The root of a power-of-two list of nodes.
+fn merkle_root(mut layer: Vec<B256>) -> B256 {
+    while layer.len() > 1 {
+        layer = layer.chunks(2).map(|c| hash_pair(c[0], c[1])).collect();
+    }
+    layer.first().copied().unwrap_or_default()
+}
+
+/// The payload's 32 field roots (17 and zeros), `transactions` given (`transactions_root`:
+/// from the layers already hashed, so no transaction is hashed twice).
+fn payload_fields(p: &ExecutionPayload, transactions_root: B256) -> Vec<B256> {
     let mut fields = roots!(
         p,
         parent_hash,
@@ -62,24 +75,18 @@ fn payload_fields(p: &ExecutionPayload) -> Vec<B256> {
         timestamp,
         extra_data,
         base_fee_per_gas,
-        block_hash,
-        transactions,
-        withdrawals,
-        blob_gas_used,
-        excess_blob_gas
+        block_hash
     );
+    fields.push(transactions_root);
+    fields.extend(roots!(p, withdrawals, blob_gas_used, excess_blob_gas));
     fields.resize(32, B256::ZERO);
     fields
 }
 
 impl BodyTree {
-    /// The tree of `block`'s body.
+    /// The tree of `block`'s body; every part hashed once (the transactions were measured
+    /// to be most of a prover's time when the payload and the body were hashed again).
     pub fn new(block: &AnyBlock) -> BodyTree {
-        let mut body_fields = match block {
-            AnyBlock::Deneb(b) => body_roots!(b.message.body),
-            AnyBlock::Electra(b) => body_roots!(b.message.body, execution_requests),
-        };
-        body_fields.resize(16, B256::ZERO);
         let payload = block.execution_payload();
         let mut zero = vec![B256::ZERO];
         for k in 0..TX_DEPTH as usize {
@@ -98,13 +105,30 @@ impl BodyTree {
                 .collect();
             tx_layers.push(layer.clone());
         }
+        let tx_count = payload.transactions.len() as u64;
+        let data_root = tx_layers[TX_DEPTH as usize]
+            .first()
+            .copied()
+            .unwrap_or(zero[TX_DEPTH as usize]);
+        let payload_fields = payload_fields(payload, hash_pair(data_root, u64_leaf(tx_count)));
+        let payload_root = merkle_root(payload_fields.clone());
+        let mut body_fields = match block {
+            AnyBlock::Deneb(b) => body_roots!(b.message.body, payload_root),
+            AnyBlock::Electra(b) => body_roots!(b.message.body, payload_root, execution_requests),
+        };
+        body_fields.resize(16, B256::ZERO);
         BodyTree {
             body_fields,
-            payload_fields: payload_fields(payload),
+            payload_fields,
             tx_layers,
             zero,
-            tx_count: payload.transactions.len() as u64,
+            tx_count,
         }
+    }
+
+    /// The body's root (`hash_tree_root(body)`).
+    pub fn root(&self) -> B256 {
+        self.node(1)
     }
 
     /// The node at body gindex `g` (only nodes on the way to payload fields and transactions).
