@@ -114,8 +114,8 @@ pub enum RemoteOutcome {
 pub struct RemoteRow {
     /// sszgate's prover building the proof from the replay server of the recording.
     pub prove: Summary,
-    /// sszgate's proof verifier on a new trusted state: the period's saved (compressed)
-    /// committee keys loaded, then the proof.
+    /// sszgate's proof verifier on a new trusted state: the period's committee keys read
+    /// back from a saved keys file, then the proof.
     pub verify_cold: Summary,
     /// The proof verified again with the same trusted state.
     pub verify_warm: Summary,
@@ -848,7 +848,7 @@ impl Report {
 
     /// Remote mode: sszgate's prover and proof verifier next to colibri's.
     fn remote_table(&self) -> String {
-        let mut out = "Remote mode (proofs): sszgate's prover building the proof from the recording's replay server; sszgate's proof verifier on it cold (a new trusted state: the 512 saved, compressed committee keys of the proof's period decompressed, the recorded contract code) and warm (the same state again); colibri as above, on its own proof.\n\n| case | method | sszgate prove | colibri prove | sszgate verify cold | sszgate verify warm | colibri verify cold | colibri verify warm | same answer |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n".to_string();
+        let mut out = "Remote mode (proofs): sszgate's prover building the proof from the recording's replay server; sszgate's proof verifier on it cold (a new trusted state read from its saved keys file, as a restarted `sszgate rpc --prover` reads it, and the recorded contract code) and warm (the same state again, its checked signatures remembered); colibri as above, on its own proof.\n\n| case | method | sszgate prove | colibri prove | sszgate verify cold | sszgate verify warm | colibri verify cold | colibri verify warm | same answer |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n".to_string();
         for r in &self.rows {
             let measured = match &r.remote {
                 RemoteOutcome::Measured(m) => Some(m),
