@@ -8,6 +8,9 @@
 //!   rest is the proof, verified with no committee keys known, so every decode, Merkle,
 //!   Patricia, transaction and receipt check before the signature runs. It must return, never
 //!   panic; with no keys it must never accept.
+//! - `proof_request`: a body POSTed to the prover endpoint (`sszgate rpc --serve-proofs`)
+//!   either is refused with a message or parses to a request whose own body parses back to
+//!   it; the same for the `c4` client state's bytes.
 //!
 //! Plain functions so that `crates/proof/tests/fuzz_corpus.rs` replays the corpus on stable.
 
@@ -19,10 +22,28 @@ use sszgate_proof::{TrustedState, decode, verify};
 use crate::layout::Target;
 
 /// The proof targets by name, as `fuzz/fuzz_targets/<name>.rs` and `fuzz/corpus/<name>/`.
-pub const TARGETS: [Target; 2] = [
+pub const TARGETS: [Target; 3] = [
     ("proof_decode", proof_decode),
     ("proof_verify", proof_verify),
+    ("proof_request", proof_request),
 ];
+
+/// A prover endpoint's request body, and the input as a client state's bytes: each refused
+/// with a message, or parsed to a value that round-trips.
+pub fn proof_request(data: &[u8]) {
+    use sszgate_proof::prover::endpoint::ProofRequest;
+    use sszgate_proof::trust::ClientState;
+    match ProofRequest::parse(data) {
+        Ok(request) => {
+            let again = ProofRequest::parse(request.to_body().as_bytes());
+            assert_eq!(again.as_ref(), Ok(&request), "a request's own body parses back to it");
+        }
+        Err(why) => assert!(!why.is_empty(), "a refusal says why"),
+    }
+    if let Ok(state) = ClientState::from_bytes(data) {
+        assert_eq!(ClientState::from_bytes(&state.to_bytes()), Ok(state));
+    }
+}
 
 /// Decodes; a decoded request re-encodes to the input and decodes to itself.
 pub fn proof_decode(data: &[u8]) {

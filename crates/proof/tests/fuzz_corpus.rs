@@ -1,5 +1,5 @@
 //! The committed fuzz corpora of the proof targets, replayed on stable: every file of
-//! `fuzz/corpus/proof_decode/` and `fuzz/corpus/proof_verify/` through the same bodies `cargo
+//! `fuzz/corpus/proof_decode/`, `fuzz/corpus/proof_verify/` and `fuzz/corpus/proof_request/` through the same bodies `cargo
 //! fuzz` runs (`fuzz/src/proof.rs`, included by path). Fails when a corpus is missing or empty.
 
 // The fuzz package's modules, compiled into this test; what only the fuzzer or the seed
