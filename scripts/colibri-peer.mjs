@@ -15,6 +15,10 @@
 //    "checkpoint":ROOT?}                                           -> {"ok":true,"ms":T,"result":R}
 // `rpc` is colibri's client asking a remote prover at URL for the proof and verifying it
 // (the prover is the only request that leaves the process).
+//   {"op":"serve","case":DIR}                                      -> {"ok":true,"port":P}
+// `serve` makes colibri's prover a remote prover over HTTP on 127.0.0.1:P (colibri's API:
+// POST a JSON {method, params, c4?} body, the proof comes back as application/octet-stream;
+// a failure is 500 {"error"}), answering from the case's recorded files, until stdin closes.
 // `verify` checks the proof last made by `prove` for that case (or FILE); `fresh` starts from a
 // new client and empty memory, otherwise the previous client is reused (warm). The WASM module
 // keeps state of its own across clients, so a cold verification is one in a new process.
@@ -24,6 +28,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import http from 'node:http';
 
 const PKG = process.env.COLIBRI_PKG;
 if (!PKG) {
@@ -94,6 +99,30 @@ async function handle(req) {
     const result = await warm.verifyProof(req.method, req.params, proof);
     return { ok: true, ms: performance.now() - t, result };
   }
+  if (req.op === 'serve') {
+    const server = http.createServer((request, response) => {
+      const chunks = [];
+      let size = 0;
+      request.on('data', (c) => {
+        size += c.length;
+        if (size > (1 << 20)) { request.destroy(); return; }
+        chunks.push(c);
+      });
+      request.on('end', async () => {
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString());
+          const proof = await client().createProof(body.method, body.params);
+          response.writeHead(200, { 'content-type': 'application/octet-stream' });
+          response.end(Buffer.from(proof));
+        } catch (e) {
+          response.writeHead(500, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ error: String((e && e.message) || e) }));
+        }
+      });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { ok: true, port: server.address().port };
+  }
   if (req.op === 'rpc') {
     memory = new Map();
     const c = client(req.checkpoint, req.prover);
@@ -115,3 +144,5 @@ for await (const line of lines) {
   }
   process.stdout.write(JSON.stringify(answer) + '\n');
 }
+// stdin closed: every request was answered; end (a `serve` server would keep node alive).
+process.exit(0);

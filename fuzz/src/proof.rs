@@ -36,7 +36,11 @@ pub fn proof_request(data: &[u8]) {
     match ProofRequest::parse(data) {
         Ok(request) => {
             let again = ProofRequest::parse(request.to_body().as_bytes());
-            assert_eq!(again.as_ref(), Ok(&request), "a request's own body parses back to it");
+            assert_eq!(
+                again.as_ref(),
+                Ok(&request),
+                "a request's own body parses back to it"
+            );
         }
         Err(why) => assert!(!why.is_empty(), "a refusal says why"),
     }

@@ -84,7 +84,11 @@ fn a_transaction_by_block_hash_and_index_is_proven_from_the_recordings_own_keys(
         panic!("no remote figures: {:?}", row.remote)
     };
     if row.colibri_proof_bytes.is_some() {
-        assert_eq!(remote.same_proof, Some(true), "sszgate's proof is colibri's");
+        assert_eq!(
+            remote.same_proof,
+            Some(true),
+            "sszgate's proof is colibri's"
+        );
         assert_eq!(remote.agreement, Some(Ok(())));
     }
     assert!(report.disagreements().is_empty());

@@ -198,3 +198,47 @@ fn colibri_peer(pkg: &Path, request: &serde_json::Value) -> Result<serde_json::V
         _ => Err(report["error"].to_string()),
     }
 }
+
+/// colibri's prover as a remote prover over HTTP (`scripts/colibri-peer.mjs`, op `serve`),
+/// answering from a recording; stopped (by its process id) when dropped.
+pub(crate) struct ColibriProver {
+    child: std::process::Child,
+    /// Where to POST proof requests.
+    pub(crate) url: String,
+}
+
+impl ColibriProver {
+    /// Starts it for `recording`.
+    pub(crate) fn start(pkg: &Path, recording: &Path) -> ColibriProver {
+        use std::io::{BufRead, Write};
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
+        let mut child = Command::new("node")
+            .arg(script)
+            .env("COLIBRI_PKG", pkg)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let request = serde_json::json!({"op": "serve", "case": recording});
+        writeln!(child.stdin.as_mut().unwrap(), "{request}").unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(std::io::Read::take(child.stdout.take().unwrap(), 1 << 16))
+            .read_line(&mut line)
+            .unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let port = answer["port"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("colibri prover: {line}"));
+        ColibriProver {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+impl Drop for ColibriProver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
