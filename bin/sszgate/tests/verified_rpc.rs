@@ -312,17 +312,9 @@ fn the_proven_answers_are_geths(
     let tag = format!("{head:#x}");
     let at = format!("{block:#x}");
     let calls = calls_on(hashes, contract, block, head);
-    for (method, params) in calls {
-        let verified = eth(url, method, params.clone());
-        assert!(
-            verified.get("error").is_none(),
-            "{method} {params}: {verified}"
-        );
-        let direct = eth(geth, method, params.clone());
-        if let Some(at) = sszgate_proof::render::difference_from_standard(&verified, &direct, "") {
-            panic!("{method} {params}: differs at {at}");
-        }
-    }
+    answers_equal_geths(url, geth, calls, |verified, direct| {
+        sszgate_proof::render::difference_from_standard(verified, direct, "")
+    });
     let stored = eth(
         url,
         "eth_call",
@@ -434,17 +426,9 @@ fn the_verified_answers_are_geths(
     let at = format!("{block:#x}");
     let mut calls = calls_on(hashes, contract, block, head);
     calls.push(("eth_getBlockReceipts", json!([at])));
-    for (method, params) in calls {
-        let verified = eth(url, method, params.clone());
-        assert!(
-            verified.get("error").is_none(),
-            "{method} {params}: {verified}"
-        );
-        let direct = eth(geth, method, params.clone());
-        if let Some(at) = first_difference(&verified, &direct, "") {
-            panic!("{method} {params}: differs at {at}");
-        }
-    }
+    answers_equal_geths(url, geth, calls, |verified, direct| {
+        first_difference(verified, direct, "")
+    });
     // What the transactions did, in the verified answers themselves.
     let stored = eth(
         url,
@@ -461,6 +445,27 @@ fn the_verified_answers_are_geths(
     );
     assert_eq!(logs.as_array().map(Vec::len), Some(1), "{logs}");
     assert_eq!(logs[0]["transactionHash"], json!(hashes[2]));
+}
+
+/// Each call through the verified endpoint `url` and from geth directly: answered, and no
+/// `difference` between the two.
+fn answers_equal_geths(
+    url: &str,
+    geth: &str,
+    calls: Vec<(&str, Value)>,
+    difference: fn(&Value, &Value) -> Option<String>,
+) {
+    for (method, params) in calls {
+        let verified = eth(url, method, params.clone());
+        assert!(
+            verified.get("error").is_none(),
+            "{method} {params}: {verified}"
+        );
+        let direct = eth(geth, method, params.clone());
+        if let Some(at) = difference(&verified, &direct) {
+            panic!("{method} {params}: differs at {at}");
+        }
+    }
 }
 
 /// Every method the proof format covers, on the test's own transactions: at the verified

@@ -171,17 +171,22 @@ pub(crate) fn colibri_rpc(
     colibri_peer(pkg, &request)
 }
 
-/// One request to a new colibri peer process; its `result`, or its error.
-fn colibri_peer(pkg: &Path, request: &serde_json::Value) -> Result<serde_json::Value, String> {
-    use std::io::{BufRead, Write};
+/// A new colibri peer process (`scripts/colibri-peer.mjs`), its stdin and stdout piped.
+fn spawn_peer(pkg: &Path) -> Result<std::process::Child, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
-    let mut child = Command::new("node")
+    Command::new("node")
         .arg(script)
         .env("COLIBRI_PKG", pkg)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .map_err(|err| err.to_string())?;
+        .map_err(|err| err.to_string())
+}
+
+/// One request to a new colibri peer process; its `result`, or its error.
+fn colibri_peer(pkg: &Path, request: &serde_json::Value) -> Result<serde_json::Value, String> {
+    use std::io::{BufRead, Write};
+    let mut child = spawn_peer(pkg)?;
     let mut stdin = child.stdin.take().ok_or("stdin")?;
     writeln!(stdin, "{request}").map_err(|err| err.to_string())?;
     drop(stdin);
@@ -211,14 +216,7 @@ impl ColibriProver {
     /// Starts it for `recording`.
     pub(crate) fn start(pkg: &Path, recording: &Path) -> ColibriProver {
         use std::io::{BufRead, Write};
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/colibri-peer.mjs");
-        let mut child = Command::new("node")
-            .arg(script)
-            .env("COLIBRI_PKG", pkg)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_peer(pkg).unwrap();
         let request = serde_json::json!({"op": "serve", "case": recording});
         writeln!(child.stdin.as_mut().unwrap(), "{request}").unwrap();
         let mut line = String::new();
