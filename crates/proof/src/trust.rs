@@ -33,6 +33,10 @@ use crate::types::{BootstrapUnion, LcSyncData, UpdateUnion};
 /// Periods of committee keys kept at most (colibri keeps 8); the oldest go first.
 pub const MAX_PERIODS: usize = 8;
 
+/// The most light-client updates one proof's sync data may carry (the prover sends at most
+/// as many, one per period: over 5 years of mainnet periods).
+pub const MAX_SYNC_UPDATES: usize = 128;
+
 /// Signatures remembered as checked (a repeated header costs a hash, not a pairing).
 const VERIFIED_SIGNATURES: usize = 64;
 
@@ -309,6 +313,18 @@ impl TrustedState {
     /// Applies a proof's sync data: its bootstrap (needs the checkpoint) and its updates, in
     /// order, each adding the next period's keys.
     pub fn apply_sync_data(&mut self, data: &LcSyncData) -> Result<(), ProofError> {
+        // Each update costs a committee's decompression (~45 ms): a prover cannot make one
+        // proof cost more than this many.
+        ensure(
+            data.update.len() <= MAX_SYNC_UPDATES,
+            Check::SyncData,
+            || {
+                format!(
+                    "{} updates in one proof; at most {MAX_SYNC_UPDATES} are applied",
+                    data.update.len()
+                )
+            },
+        )?;
         let bootstrap: Option<Bootstrap> = match &data.bootstrap {
             BootstrapUnion::None => None,
             BootstrapUnion::Deneb(b) => Some(b.clone().into()),

@@ -462,3 +462,26 @@ async fn sszgates_verifier_takes_proofs_from_colibris_prover_over_http() {
     }
     assert_eq!(verified, 11, "cases whose params colibri's prover finds");
 }
+
+#[test]
+fn a_proof_with_more_updates_than_a_verifier_applies_is_refused_before_any_is_checked() {
+    let Some(dir) = recordings() else { return };
+    use sszgate_proof::types::{BootstrapUnion, LcSyncData, UpdateUnion};
+    let file = dir
+        .join("trusted_block1/eth_v1_beacon_light_client_updates_start_period_1393_count_14.ssz");
+    let bytes = std::fs::read(file).unwrap();
+    let items = sszgate_light::types::split_update_stream(&bytes, 14).unwrap();
+    let update: sszgate_light::types::DenebLightClientUpdate =
+        ssz::Decode::from_ssz_bytes(items[0]).unwrap();
+    let many = vec![UpdateUnion::Deneb(update); sszgate_proof::trust::MAX_SYNC_UPDATES + 1];
+    let data = LcSyncData {
+        bootstrap: BootstrapUnion::None,
+        update: ssz_types::VariableList::new(many).unwrap(),
+    };
+    let mut trust = trust_for("eth_getBalance1");
+    let e = trust.apply_sync_data(&data).unwrap_err();
+    assert_eq!(e.check(), Some(sszgate_proof::Check::SyncData), "{e}");
+    assert!(e.to_string().contains("at most 128"), "{e}");
+    // Refused before any update was applied (the first would add period 1394).
+    assert_eq!(trust.periods(), [1393], "nothing applied");
+}

@@ -17,8 +17,9 @@ use super::{ProveError, upstream};
 use crate::trust::ClientState;
 use crate::types::{BootstrapUnion, LcSyncData, SyncDataUnion, UpdateUnion};
 
-/// The most updates one proof carries (one per period; the list's bound is 1024).
-const MAX_UPDATES: u64 = 128;
+/// The most updates one proof carries (one per period; the list's bound is 1024): as many as
+/// a verifier applies.
+const MAX_UPDATES: u64 = crate::trust::MAX_SYNC_UPDATES as u64;
 
 /// The sync data a client in `state` needs to check a signature of period `needed`.
 pub(crate) async fn sync_data(
