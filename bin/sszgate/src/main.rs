@@ -74,7 +74,8 @@ enum Command {
     #[command(display_order = 6)]
     Report(report::ReportArgs),
     /// Serve verified eth_* JSON-RPC: answers of an untrusted execution RPC checked against
-    /// blocks a beacon light client anchors.
+    /// blocks a beacon light client anchors, or a prover's SSZ proofs checked (--prover);
+    /// also serve such proofs (--serve-proofs).
     #[command(display_order = 8)]
     Rpc(rpc::RpcArgs),
     /// Build the colibri.stateless SSZ proof of one eth_* request from an execution RPC and a
