@@ -145,7 +145,7 @@ fn every_vector_verifies_to_its_expected_result() {
 fn derived_block_fields_equal_the_execution_nodes_header() {
     let ours = verify_vector("eth_getBlockByHash1", &proof_bytes("eth_getBlockByHash1")).unwrap();
     let path = vectors_dir().join("../node/eth_getBlockByHash1.json");
-    let answer: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let answer: Value = serde_json::from_str(&common::read_text(&path)).unwrap();
     let node = &answer["result"];
     assert!(node.is_object(), "the node's eth_getBlockByHash result");
     for field in [

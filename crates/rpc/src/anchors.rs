@@ -14,6 +14,24 @@ use sszgate_light::{Anchor, BlockRef};
 
 use crate::error::AnchorError;
 
+/// The largest recorded beacon block read (mainnet blocks are a few MB at most).
+const MAX_BLOCK_FILE: u64 = 64 << 20;
+
+/// A recorded block's bytes, at most [`MAX_BLOCK_FILE`].
+fn read_block_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_BLOCK_FILE + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_BLOCK_FILE {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_BLOCK_FILE} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// A source of trusted execution blocks; the verifier trusts nothing else.
 pub trait AnchorSource: Send + Sync + 'static {
     /// The anchor of `r`, or why there is none.
@@ -91,7 +109,7 @@ impl FixedAnchors {
             else {
                 continue;
             };
-            let bytes = std::fs::read(entry.path()).map_err(|e| format!("{name}: {e}"))?;
+            let bytes = read_block_file(&entry.path()).map_err(|e| format!("{name}: {e}"))?;
             let block = sszgate_light::block::AnyBlock::from_ssz(spec, &bytes)
                 .map_err(|e| format!("{name}: {e}"))?
                 .summary();

@@ -23,14 +23,39 @@ pub(crate) fn case_names() -> Vec<String> {
     names
 }
 
+/// The most bytes a test reads of one file (the largest recorded answer is ~1 MB).
+pub(crate) const MAX_FILE: u64 = 16 << 20;
+
+/// A file's bytes, at most [`MAX_FILE`] of them (a larger file is an error, not a truncation).
+pub(crate) fn read_bounded(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .unwrap();
+    assert!(
+        bytes.len() as u64 <= MAX_FILE,
+        "{} is over {MAX_FILE} bytes",
+        path.display()
+    );
+    bytes
+}
+
+/// A file as UTF-8 text, bounded as [`read_bounded`].
+pub(crate) fn read_text(path: &Path) -> String {
+    String::from_utf8(read_bounded(path)).unwrap()
+}
+
 /// A vector's proof bytes.
 pub(crate) fn proof_bytes(case: &str) -> Vec<u8> {
-    std::fs::read(vectors_dir().join(case).join("proof.ssz")).unwrap()
+    read_bounded(&vectors_dir().join(case).join("proof.ssz"))
 }
 
 /// A vector's `expected.json`.
 pub(crate) fn expected(case: &str) -> Value {
-    let text = std::fs::read_to_string(vectors_dir().join(case).join("expected.json")).unwrap();
+    let text = read_text(&vectors_dir().join(case).join("expected.json"));
     serde_json::from_str(&text).unwrap()
 }
 
@@ -47,7 +72,7 @@ pub(crate) fn trust_for(case: &str) -> sszgate_proof::TrustedState {
         else {
             continue;
         };
-        let keys = std::fs::read(dir.join(&name)).unwrap();
+        let keys = read_bounded(&dir.join(&name));
         trust
             .add_committee_keys(period.parse().unwrap(), &keys)
             .unwrap();
