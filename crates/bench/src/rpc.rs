@@ -207,15 +207,8 @@ fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
 
 /// A file of at most `max` bytes; a larger one is an error, not read whole.
 fn read_bytes_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(format!("{}: larger than {max} bytes", path.display()));
-    }
-    Ok(bytes)
+    sszgate_light::persist::read_file_bounded(path, max)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A recorded sync aggregate over its parent block, and the committee that signed it.

@@ -89,23 +89,30 @@ pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
     std::fs::rename(&tmp, path).map_err(|e| persist_error(path, e))
 }
 
+/// A file of at most `max` bytes, read without ever holding more than `max + 1` of them; a
+/// larger one is an error (`InvalidData`), not a truncation. The one bounded file read of the
+/// workspace: saved stores and keys, recorded blocks and answers.
+pub fn read_file_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Reads a store saved by [`save`] for the chain `spec`; `Ok(None)` when the file does not exist.
 pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, LightError> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
+    let text = match read_file_bounded(path, MAX_STORE_FILE_BYTES) {
+        Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(persist_error(path, e)),
     };
-    let mut text = Vec::new();
-    file.take(MAX_STORE_FILE_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| persist_error(path, e))?;
-    if text.len() as u64 > MAX_STORE_FILE_BYTES {
-        return Err(persist_error(
-            path,
-            format!("larger than {MAX_STORE_FILE_BYTES} bytes"),
-        ));
-    }
     let file: StoreFile = serde_json::from_slice(&text).map_err(|e| persist_error(path, e))?;
     if file.version != FORMAT_VERSION {
         return Err(persist_error(

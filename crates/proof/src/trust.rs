@@ -115,15 +115,11 @@ const SAVED_ENTRY: usize = 8 + COMMITTEE_SSZ + 512 * 96;
 
 /// The saved file, bounded by the most entries it can hold.
 fn read_saved(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
     let max = SAVED_HEAD + MAX_PERIODS * SAVED_ENTRY;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(max as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() > max || bytes.len() < SAVED_HEAD {
+    let bytes = sszgate_light::persist::read_file_bounded(path, max as u64)?;
+    if bytes.len() < SAVED_HEAD {
         return Err(std::io::Error::other(format!(
-            "{} bytes, between {SAVED_HEAD} and {max} expected",
+            "{} bytes, at least {SAVED_HEAD} expected",
             bytes.len()
         )));
     }

@@ -17,21 +17,6 @@ use crate::error::AnchorError;
 /// The largest recorded beacon block read (mainnet blocks are a few MB at most).
 const MAX_BLOCK_FILE: u64 = 64 << 20;
 
-/// A recorded block's bytes, at most [`MAX_BLOCK_FILE`].
-fn read_block_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_BLOCK_FILE + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_BLOCK_FILE {
-        return Err(std::io::Error::other(format!(
-            "larger than {MAX_BLOCK_FILE} bytes"
-        )));
-    }
-    Ok(bytes)
-}
-
 /// A source of trusted execution blocks; the verifier trusts nothing else.
 pub trait AnchorSource: Send + Sync + 'static {
     /// The anchor of `r`, or why there is none.
@@ -109,7 +94,8 @@ impl FixedAnchors {
             else {
                 continue;
             };
-            let bytes = read_block_file(&entry.path()).map_err(|e| format!("{name}: {e}"))?;
+            let bytes = sszgate_light::persist::read_file_bounded(&entry.path(), MAX_BLOCK_FILE)
+                .map_err(|e| format!("{name}: {e}"))?;
             let block = sszgate_light::block::AnyBlock::from_ssz(spec, &bytes)
                 .map_err(|e| format!("{name}: {e}"))?
                 .summary();

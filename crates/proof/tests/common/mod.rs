@@ -28,19 +28,8 @@ pub(crate) const MAX_FILE: u64 = 16 << 20;
 
 /// A file's bytes, at most [`MAX_FILE`] of them (a larger file is an error, not a truncation).
 pub(crate) fn read_bounded(path: &Path) -> Vec<u8> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    sszgate_light::persist::read_file_bounded(path, MAX_FILE)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .take(MAX_FILE + 1)
-        .read_to_end(&mut bytes)
-        .unwrap();
-    assert!(
-        bytes.len() as u64 <= MAX_FILE,
-        "{} is over {MAX_FILE} bytes",
-        path.display()
-    );
-    bytes
 }
 
 /// A file as UTF-8 text, bounded as [`read_bounded`].
