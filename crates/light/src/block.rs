@@ -431,26 +431,9 @@ impl AnyBlock {
     /// The block's header with `body_root`, the body's root computed by the caller (a prover
     /// that builds the body's tree anyway need not hash the body twice).
     pub fn header_with(&self, body_root: B256) -> BeaconBlockHeader {
-        let m = |slot, proposer_index, parent_root, state_root| BeaconBlockHeader {
-            slot,
-            proposer_index,
-            parent_root,
-            state_root,
-            body_root,
-        };
         match self {
-            AnyBlock::Deneb(b) => m(
-                b.message.slot,
-                b.message.proposer_index,
-                b.message.parent_root,
-                b.message.state_root,
-            ),
-            AnyBlock::Electra(b) => m(
-                b.message.slot,
-                b.message.proposer_index,
-                b.message.parent_root,
-                b.message.state_root,
-            ),
+            AnyBlock::Deneb(b) => header_of(&b.message, body_root),
+            AnyBlock::Electra(b) => header_of(&b.message, body_root),
         }
     }
 
@@ -481,19 +464,27 @@ impl AnyBlock {
     }
 }
 
+/// A block's header with the given body root.
+fn header_of<Body: Encode + Decode + TreeHash>(
+    block: &BeaconBlock<Body>,
+    body_root: B256,
+) -> BeaconBlockHeader {
+    BeaconBlockHeader {
+        slot: block.slot,
+        proposer_index: block.proposer_index,
+        parent_root: block.parent_root,
+        state_root: block.state_root,
+        body_root,
+    }
+}
+
 fn summarize<Body: Encode + Decode + TreeHash>(
     block: &BeaconBlock<Body>,
     body_root: B256,
     sync_aggregate: &SyncAggregate,
     payload: &ExecutionPayload,
 ) -> BlockSummary {
-    let header = BeaconBlockHeader {
-        slot: block.slot,
-        proposer_index: block.proposer_index,
-        parent_root: block.parent_root,
-        state_root: block.state_root,
-        body_root,
-    };
+    let header = header_of(block, body_root);
     BlockSummary {
         header,
         root: header.root(),

@@ -22,25 +22,12 @@ use crate::verify::METHODS;
 /// The largest proof read (a 215-transaction block's is ~90 kB; sync data adds ~25 kB a period).
 const MAX_PROOF: usize = 16 << 20;
 
-/// Methods answered: the proof verifier's, and eth_chainId from configuration.
-const ANSWERED: [&str; 15] = [
-    "eth_chainId",
-    METHODS[0],
-    METHODS[1],
-    METHODS[2],
-    METHODS[3],
-    METHODS[4],
-    METHODS[5],
-    METHODS[6],
-    METHODS[7],
-    METHODS[8],
-    METHODS[9],
-    METHODS[10],
-    METHODS[11],
-    METHODS[12],
-    METHODS[13],
-];
-
+/// Methods answered: eth_chainId from configuration, and the proof verifier's.
+static ANSWERED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    std::iter::once("eth_chainId")
+        .chain(METHODS.iter().copied())
+        .collect()
+});
 /// A client of a prover that verifies every proof it gets.
 pub struct ProofClient {
     prover: Upstream,

@@ -30,7 +30,7 @@ use sszgate_rpc::{
 /// A prover endpoint over a recording at `/proof`, one counting what it serves at
 /// `/counted`, and tampering ones at `/flipped` and `/cut`.
 struct Setup {
-    _replay: Replay,
+    replay: Replay,
     server: Server,
     served: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -122,7 +122,7 @@ async fn setup(recording: &str) -> Setup {
         .await
         .unwrap();
     Setup {
-        _replay: replay,
+        replay,
         server,
         served,
     }
@@ -258,15 +258,26 @@ async fn a_tampering_prover_is_caught_and_the_check_named() {
         let e = expected(case);
         let s = setup(case).await;
         let method = e["method"].as_str().unwrap();
-        for path in ["/flipped", "/cut"] {
+        // The same tampering done here to the honest proof: the error the verifier names.
+        let honest = prover(&s.replay)
+            .prove_for(method, &e["params"], false, &ClientState::Periods(vec![]))
+            .await
+            .unwrap();
+        let mut flipped = honest.clone();
+        flipped[honest.len() / 2] ^= 0x01;
+        let cut = &honest[..honest.len() - 1];
+        for (path, bytes) in [("/flipped", &flipped[..]), ("/cut", cut)] {
+            let mut trust = trust_for(case);
+            let direct =
+                sszgate_proof::verify(bytes, method, &e["params"], &mut trust).unwrap_err();
             let c = client(&s, path, trust_for(case), None);
             match c.call(method, &params(&e)).await {
                 Err(RpcError::Verification(m)) => {
-                    assert!(
-                        !m.check.name().is_empty() && !m.detail.is_empty(),
-                        "{case}{path}: {m}"
-                    );
-                    assert_eq!(RpcError::Verification(m.clone()).code(), -32099);
+                    let expected = sszgate_proof::remote::rpc_error(direct);
+                    assert_eq!(RpcError::Verification(m.clone()), expected, "{case}{path}");
+                    if path == "/cut" {
+                        assert_eq!(m.check.name(), "decode", "{case}: {m}");
+                    }
                 }
                 other => panic!("{case}{path}: a tampered proof gave {other:?}"),
             }

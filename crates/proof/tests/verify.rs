@@ -26,25 +26,19 @@ fn without(mut v: Value, fields: &[&str]) -> Value {
     v
 }
 
-/// Fields of the standard answer that colibri's rendering leaves out: where colibri's result
-/// lacks one that sszgate's has, sszgate's is taken (their values are compared with geth's
-/// in `bin/sszgate/tests/verified_rpc.rs` and with the node's below).
-const STANDARD_ONLY: [&str; 5] = [
-    "maxFeePerBlobGas",
-    "blockTimestamp",
-    "size",
-    "address",
-    "contractAddress",
-];
-
-/// `result` with colibri's 32-byte words of `r` and `s` (at any depth) as quantities, as
-/// geth and sszgate write them.
+/// `result` with colibri's 32-byte words (`r`, `s`, a storage `value`:
+/// `sszgate_rpc::colibri::QUANTITIES`, at any depth) as quantities, as geth and sszgate write
+/// them.
 fn words_as_quantities(result: Value) -> Value {
     match result {
         Value::Object(o) => Value::Object(
             o.into_iter()
                 .map(|(k, v)| match (k.as_str(), v.as_str()) {
-                    ("r" | "s", Some(word)) => {
+                    (key, Some(word))
+                        if sszgate_rpc::colibri::QUANTITIES
+                            .iter()
+                            .any(|q| q.trim_start_matches('.') == key) =>
+                    {
                         let n: alloy_primitives::U256 = word.parse().unwrap();
                         (k, Value::from(format!("{n:#x}")))
                     }
@@ -57,7 +51,9 @@ fn words_as_quantities(result: Value) -> Value {
     }
 }
 
-/// `result` with the [`STANDARD_ONLY`] fields of `ours` it lacks, at any depth.
+/// `result` with the fields of `ours` it lacks that colibri's rendering leaves out
+/// (`sszgate_rpc::colibri::STANDARD_ONLY`; their values are compared with geth's in
+/// `bin/sszgate/tests/verified_rpc.rs` and with the node's below), at any depth.
 fn with_standard_fields(result: Value, ours: &Value) -> Value {
     match (result, ours) {
         (Value::Object(mut r), Value::Object(o)) => {
@@ -66,7 +62,7 @@ fn with_standard_fields(result: Value, ours: &Value) -> Value {
                     Some(rv) => {
                         r.insert(k.clone(), with_standard_fields(rv, v));
                     }
-                    None if STANDARD_ONLY.contains(&k.as_str()) => {
+                    None if sszgate_rpc::colibri::STANDARD_ONLY.contains(&k.as_str()) => {
                         r.insert(k.clone(), v.clone());
                     }
                     None => {}
@@ -108,14 +104,6 @@ fn adjusted(case: &str, result: Value, ours: &Value) -> Value {
             // The execution layer's withdrawals root, not colibri's SSZ root (§15 item 10).
             assert_ne!(result["withdrawalsRoot"], ours["withdrawalsRoot"], "{case}");
             result["withdrawalsRoot"] = ours["withdrawalsRoot"].clone();
-            with_standard_fields(result, ours)
-        }
-        "eth_getProof" => {
-            // Storage values as quantities, as geth answers; colibri writes 32-byte words.
-            for slot in result["storageProof"].as_array_mut().unwrap() {
-                let word: alloy_primitives::U256 = slot["value"].as_str().unwrap().parse().unwrap();
-                slot["value"] = Value::from(format!("{word:#x}"));
-            }
             with_standard_fields(result, ours)
         }
         _ => with_standard_fields(result, ours),

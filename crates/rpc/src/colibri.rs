@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 /// no `requestsHash`; EIP-1186's `address`; a receipt's `contractAddress` when null; a blob
 /// transaction's `maxFeePerBlobGas`; a block's `size`; a log's `blockTimestamp`, which geth
 /// answers with since 1.16).
-const STANDARD_ONLY: &[&str] = &[
+pub const STANDARD_ONLY: &[&str] = &[
     "size",
     "blockTimestamp",
     "requestsHash",
@@ -21,7 +21,7 @@ const STANDARD_ONLY: &[&str] = &[
 ];
 /// Keys the standard renders as quantities and colibri as 32-byte words (a signature's `r`
 /// and `s`, a storage proof's `value`): compared as numbers.
-const QUANTITIES: &[&str] = &[".r", ".s", ".value"];
+pub const QUANTITIES: &[&str] = &[".r", ".s", ".value"];
 /// Colibri's `withdrawalsRoot` is the SSZ root of the withdrawals, not the header's field
 /// (colibri-proofs §15.10); ours is the header's, bound by the block hash. The paths where the
 /// two differ are passed over by [`same`] (called with the path `result`).
