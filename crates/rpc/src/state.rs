@@ -11,13 +11,15 @@ use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY, Nibbles, TrieAccount, proof::ver
 
 use crate::error::{Check, RpcError, mismatch};
 
-/// Checks `proof` for `address` and `keys` against `state_root`.
+/// Checks `proof` for `address` and `keys` against `state_root`; returns the account as the
+/// state holds it (an absent account as the empty account, whatever hashes the node wrote
+/// for it: geth from 1.17 answers zero hashes for an account that does not exist).
 pub(crate) fn check_account_proof(
     proof: &EIP1186AccountProofResponse,
     state_root: B256,
     address: Address,
     keys: &[B256],
-) -> Result<(), RpcError> {
+) -> Result<TrieAccount, RpcError> {
     if proof.address != address {
         return mismatch(
             Check::ProofSubject,
@@ -42,14 +44,18 @@ pub(crate) fn check_account_proof(
         &proof.account_proof,
     );
     // An empty account is usually absent from the trie (EIP-161); either proof gives the same
-    // answer, so either is accepted.
+    // answer, so either is accepted. Absent, its hashes are the empty ones (or zero, as geth
+    // writes them), and it has no storage.
     let empty = account.nonce == 0
         && account.balance.is_zero()
-        && account.storage_root == EMPTY_ROOT_HASH
-        && account.code_hash == KECCAK_EMPTY;
-    let outcome = match present {
-        Err(_) if empty => verify_proof(state_root, key, None, &proof.account_proof),
-        other => other,
+        && [EMPTY_ROOT_HASH, B256::ZERO].contains(&account.storage_root)
+        && [KECCAK_EMPTY, B256::ZERO].contains(&account.code_hash);
+    let (outcome, proven) = match present {
+        Err(_) if empty => (
+            verify_proof(state_root, key, None, &proof.account_proof),
+            TrieAccount::default(),
+        ),
+        other => (other, account),
     };
     if let Err(e) = outcome {
         return mismatch(
@@ -60,10 +66,16 @@ pub(crate) fn check_account_proof(
             ),
         );
     }
-    check_storage(proof, keys)
+    check_storage(proof, proven.storage_root, keys)?;
+    Ok(proven)
 }
 
-fn check_storage(proof: &EIP1186AccountProofResponse, keys: &[B256]) -> Result<(), RpcError> {
+/// Checks each storage proof of `proof` against `storage_root` (the proven account's).
+fn check_storage(
+    proof: &EIP1186AccountProofResponse,
+    storage_root: B256,
+    keys: &[B256],
+) -> Result<(), RpcError> {
     if proof.storage_proof.len() != keys.len() {
         return mismatch(
             Check::ProofSubject,
@@ -88,16 +100,61 @@ fn check_storage(proof: &EIP1186AccountProofResponse, keys: &[B256]) -> Result<(
         }
         let expected = (!slot.value.is_zero()).then(|| alloy_rlp::encode(slot.value));
         let path = Nibbles::unpack(keccak256(key));
-        if let Err(e) = verify_proof(proof.storage_hash, path, expected, &slot.proof) {
+        if let Err(e) = verify_proof(storage_root, path, expected, &slot.proof) {
             return mismatch(
                 Check::StorageProof,
                 format!("storageProof[{i}]"),
                 format!(
-                    "value {} of slot {key} is not proven by the storage root {}: {e}",
-                    slot.value, proof.storage_hash
+                    "value {} of slot {key} is not proven by the storage root {storage_root}: {e}",
+                    slot.value
                 ),
             );
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::U256;
+
+    use super::*;
+
+    /// geth's `eth_getProof` of an account that does not exist (zero hashes, an empty storage
+    /// proof), with the state root of its block.
+    fn absent_account() -> (EIP1186AccountProofResponse, B256) {
+        let text = include_str!("../testdata/geth-absent-account.json");
+        let doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let proof = serde_json::from_value(doc["proof"].clone()).unwrap();
+        (proof, doc["stateRoot"].as_str().unwrap().parse().unwrap())
+    }
+
+    #[test]
+    fn an_absent_account_as_geth_proves_it_is_the_empty_account() {
+        let (proof, root) = absent_account();
+        let keys = [B256::ZERO];
+        let account = check_account_proof(&proof, root, proof.address, &keys).unwrap();
+        assert_eq!(account, TrieAccount::default());
+        assert_eq!(account.code_hash, KECCAK_EMPTY);
+    }
+
+    #[test]
+    fn an_absence_proof_does_not_prove_a_balance_nonce_or_storage_value() {
+        let (proof, root) = absent_account();
+        let keys = [B256::ZERO];
+        let mut rich = proof.clone();
+        rich.balance = U256::from(1);
+        let e = check_account_proof(&rich, root, proof.address, &keys).unwrap_err();
+        assert!(e.to_string().contains("account_proof"), "{e}");
+        let mut used = proof.clone();
+        used.nonce = 1;
+        assert!(check_account_proof(&used, root, proof.address, &keys).is_err());
+        let mut stored = proof.clone();
+        stored.storage_proof[0].value = U256::from(7);
+        let e = check_account_proof(&stored, root, proof.address, &keys).unwrap_err();
+        assert!(e.to_string().contains("storage_proof"), "{e}");
+        let mut other_root = root.0;
+        other_root[0] ^= 1;
+        assert!(check_account_proof(&proof, other_root.into(), proof.address, &keys).is_err());
+    }
 }

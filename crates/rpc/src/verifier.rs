@@ -455,26 +455,25 @@ impl<A: AnchorSource> Verifier<A> {
             .ok_or_else(|| {
                 RpcError::Unprovable(format!("the upstream has no proof for {address}"))
             })?;
-        state::check_account_proof(&proof, header.state_root, address, &keys)?;
+        let account = state::check_account_proof(&proof, header.state_root, address, &keys)?;
         Ok(match method {
-            "eth_getBalance" => json!(proof.balance),
-            "eth_getTransactionCount" => json!(hex(proof.nonce)),
+            "eth_getBalance" => json!(account.balance),
+            "eth_getTransactionCount" => json!(hex(account.nonce)),
             "eth_getStorageAt" => json!(B256::from(proof.storage_proof[0].value)),
             "eth_getProof" => serde_json::to_value(&proof)
                 .map_err(|e| RpcError::Unprovable(format!("cannot render: {e}")))?,
-            _ => self.code(&proof, &number).await?,
+            _ => self.code(address, account.code_hash, &number).await?,
         })
     }
 
     /// `eth_getCode`: the code whose hash is the proven code hash.
     async fn code(
         &self,
-        proof: &EIP1186AccountProofResponse,
+        address: Address,
+        code_hash: B256,
         number: &str,
     ) -> Result<Value, RpcError> {
-        let code = self
-            .code_by_hash(proof.address, proof.code_hash, number, None)
-            .await?;
+        let code = self.code_by_hash(address, code_hash, number, None).await?;
         Ok(json!(code))
     }
 
@@ -705,13 +704,13 @@ impl<A: AnchorSource> Verifier<A> {
             .ok_or_else(|| {
                 RpcError::Unprovable(format!("the upstream has no proof for {address}"))
             })?;
-        state::check_account_proof(&proof, run.header.state_root, address, &keys)?;
+        let account = state::check_account_proof(&proof, run.header.state_root, address, &keys)?;
         let code = match known {
             Some(a) => a.info.code.clone(),
             None => {
                 let hint = run.codes.get(&address);
                 let code = self
-                    .code_by_hash(address, proof.code_hash, &run.number, hint)
+                    .code_by_hash(address, account.code_hash, &run.number, hint)
                     .await?;
                 Some(revm::bytecode::Bytecode::new_raw(code))
             }
@@ -724,9 +723,9 @@ impl<A: AnchorSource> Verifier<A> {
                 info: revm::state::AccountInfo::default(),
                 storage: HashMap::new(),
             });
-        entry.info.balance = proof.balance;
-        entry.info.nonce = proof.nonce;
-        entry.info.code_hash = proof.code_hash;
+        entry.info.balance = account.balance;
+        entry.info.nonce = account.nonce;
+        entry.info.code_hash = account.code_hash;
         entry.info.code = code;
         for slot in &proof.storage_proof {
             entry.storage.insert(slot.key.as_b256(), slot.value);
