@@ -79,6 +79,47 @@ pub(crate) struct RpcArgs {
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
+
+    // Limits: the gateway's, by the same names and defaults (the body's is a JSON-RPC
+    // request's), applied by the same code (sszgate-serve).
+    /// Time a client has to send a request's headers; then the connection closes.
+    #[arg(long, env = "SSZGATE_RPC_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Limits")]
+    header_timeout: Duration,
+    /// Time a client has to send a request's body once its headers are in; then a 408.
+    #[arg(long, env = "SSZGATE_RPC_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Limits")]
+    body_timeout: Duration,
+    /// Requests handled at once; beyond that a request is answered 503 at once (0: no limit).
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_MAX_IN_FLIGHT",
+        default_value_t = 256,
+        help_heading = "Limits"
+    )]
+    max_in_flight: usize,
+    /// Largest request body accepted, bytes; a larger one is answered 413, from its
+    /// Content-Length before it is read.
+    #[arg(long, env = "SSZGATE_RPC_MAX_BODY", default_value_t = 1 << 20, help_heading = "Limits")]
+    max_body: usize,
+    /// Most requests in one batch; a larger batch is refused (its calls run 8 at once).
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_MAX_BATCH",
+        default_value_t = 100,
+        help_heading = "Limits"
+    )]
+    max_batch: usize,
+    /// Upstream fetches one request (a whole batch) may cause; past them its calls are
+    /// refused naming the budget.
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_MAX_UPSTREAM_FETCHES",
+        default_value_t = 1024,
+        help_heading = "Limits"
+    )]
+    max_upstream_fetches: u64,
+    /// Bytes of upstream answers one request (a whole batch) may cause.
+    #[arg(long, env = "SSZGATE_RPC_MAX_UPSTREAM_BYTES", default_value_t = 256 << 20, help_heading = "Limits")]
+    max_upstream_bytes: u64,
 }
 
 /// Where the trust comes from.
@@ -165,6 +206,15 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
     config.listen = args.listen;
     config.upstream_timeout = args.upstream_timeout;
     config.allow_unverified = args.allow_unverified.clone();
+    config.connection.header_timeout = args.header_timeout;
+    config.connection.body_timeout = args.body_timeout;
+    config.connection.max_in_flight = args.max_in_flight;
+    config.max_request_body = args.max_body;
+    config.max_batch = args.max_batch;
+    config.budget = sszgate_rpc::BudgetLimits {
+        fetches: args.max_upstream_fetches,
+        bytes: args.max_upstream_bytes,
+    };
     Ok(config)
 }
 

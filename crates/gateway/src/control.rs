@@ -40,7 +40,8 @@ pub async fn serve_control(
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
     let metrics = recorder.clone();
-    let mut acceptor = crate::accept::Acceptor::new(&listener, "control", metrics.metrics());
+    let count = |listener, kind| metrics.metrics().accept_error(listener, kind);
+    let mut acceptor = sszgate_serve::Acceptor::new(&listener, "control", &count);
     loop {
         let (stream, _) = tokio::select! {
             accepted = acceptor.accept() => accepted?,

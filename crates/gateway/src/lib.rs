@@ -15,7 +15,7 @@
 //! newPayload requests to refuse a bad payload before the EL sees it). Verification itself
 //! (`--verify`) runs on the recorder's thread.
 //!
-//! Listeners never die silently: `accept` backs off from errors a listener can go on from
+//! Listeners never die silently: `sszgate_serve::Acceptor` backs off from errors a listener can go on from
 //! (out of file descriptors, say) and ends the serve loop on any other, for the process to exit.
 //!
 //! Call lifecycle: accept → admit (`call`: from the head, a `Call` with its transport,
@@ -31,7 +31,6 @@
 //! Not here: what the messages mean (`sszgate-engine`), what is recorded and where
 //! (`sszgate-record`).
 
-mod accept;
 mod bridge;
 mod call;
 mod classify;

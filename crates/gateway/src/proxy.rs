@@ -13,12 +13,9 @@ use std::{
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use hyper::{body::Incoming, service::service_fn};
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::conn::auto,
-};
+use hyper_util::rt::TokioIo;
 use sszgate_engine::{Problem, method};
 use sszgate_record::{Capture, ErrorSide, Recorder, Transport};
 use tokio::net::TcpListener;
@@ -60,12 +57,25 @@ pub const DEFAULT_MAX_ANSWER_BYTES: usize = sszgate_client::DEFAULT_MAX_ANSWER_B
 
 impl Default for Limits {
     fn default() -> Limits {
+        let serve = sszgate_serve::Limits::default();
         Limits {
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(10),
-            max_in_flight: 256,
-            max_header_bytes: 8 << 10,
+            header_timeout: serve.header_timeout,
+            body_timeout: serve.body_timeout,
+            max_in_flight: serve.max_in_flight,
+            max_header_bytes: serve.max_header_bytes,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// The connection limits, as every server of sszgate applies them.
+    pub fn connection(&self) -> sszgate_serve::Limits {
+        sszgate_serve::Limits {
+            header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            max_in_flight: self.max_in_flight,
+            max_header_bytes: self.max_header_bytes,
         }
     }
 }
@@ -120,7 +130,7 @@ fn forwardable(headers: &HeaderMap) -> impl Iterator<Item = (&header::HeaderName
 }
 
 /// Serves the relay on `listener` until `shutdown` resolves; an error only when the listener
-/// cannot go on (transient accept errors are backed off from, see [`crate::accept`]), so the
+/// cannot go on (transient accept errors are backed off from, see [`sszgate_serve::Acceptor`]), so the
 /// caller can end the process rather than keep it alive with a dead port.
 ///
 /// Shutdown protocol: the listener stops accepting; every open connection is told to finish
@@ -136,16 +146,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let in_flight = Arc::new(tokio::sync::Semaphore::new(
-        match config.limits.max_in_flight {
-            0 => tokio::sync::Semaphore::MAX_PERMITS,
-            n => n,
-        },
-    ));
+    let limits = config.limits.connection();
+    let in_flight = limits.in_flight();
     // Every connection task holds a sender; when all are dropped, every task has ended,
     // including what it records after its connection closes (a head refused by hyper).
     let (alive, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
-    let mut acceptor = crate::accept::Acceptor::new(&listener, "engine", recorder.metrics());
+    let count = |listener, kind| recorder.metrics().accept_error(listener, kind);
+    let mut acceptor = sszgate_serve::Acceptor::new(&listener, "engine", &count);
     let identities = Arc::new(ClIdentities::default());
     loop {
         let (stream, peer) = tokio::select! {
@@ -154,19 +161,11 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let (config, recorder, in_flight) = (config.clone(), recorder.clone(), in_flight.clone());
-        let header_timeout = config.limits.header_timeout;
         // The HTTP layer's own caps on a head, a few times the checked limit: a head between
         // the two is answered by `handle` in the caller's shape; one past the cap never
         // becomes a request (hyper answers 431; recorded below for HTTP/1.1, where it also
         // closes the connection).
-        let hard_head = config
-            .limits
-            .max_header_bytes
-            .saturating_mul(crate::sizes::HARD_HEAD_FACTOR);
-        let (h1_buffer, h2_list) = (
-            hard_head.max(crate::sizes::MIN_HTTP1_BUFFER),
-            hard_head.max(crate::sizes::MIN_H2_HEADER_LIST),
-        );
+        let h1_buffer = limits.http1_buffer();
         let connection_recorder = recorder.clone();
         let from = Peer {
             ip: peer.ip(),
@@ -176,24 +175,17 @@ pub async fn serve(
             let (config, recorder, from) = (config.clone(), recorder.clone(), from.clone());
             // A permit per call, held until its answer is handed to hyper (streaming the
             // body goes on without it); none free: answered 503 at once.
-            let permit = in_flight.clone().try_acquire_owned();
+            let permit = in_flight.try_enter();
+            let busy = in_flight.busy_message();
             async move {
                 match permit {
-                    Ok(_permit) => handle(request, config, recorder, from).await,
-                    Err(_) => Ok(too_busy(&request, &config, &recorder, &from)),
+                    Some(_permit) => handle(request, config, recorder, from).await,
+                    None => Ok(too_busy(&request, busy, &config, &recorder, &from)),
                 }
             }
         });
-        let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder
-            .http1()
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(header_timeout)
-            .max_buf_size(h1_buffer);
-        builder
-            .http2()
-            .max_header_list_size(u32::try_from(h2_list).unwrap_or(u32::MAX));
-        let connection = builder
+        let connection = limits
+            .builder()
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
         let connection = graceful.watch(connection);
@@ -335,7 +327,7 @@ async fn relay_corrupted(
 /// without a valid JWT, refused before the body is read: nothing of an unauthenticated
 /// caller is buffered.
 fn admit_head(request: &Request<Incoming>, config: &ProxyConfig) -> Result<(), Refusal> {
-    let head = crate::sizes::head_bytes(request);
+    let head = sszgate_serve::head_bytes(request);
     if head > config.limits.max_header_bytes {
         let message = format!(
             "request head of {head} bytes over the limit of {} bytes",
@@ -365,11 +357,7 @@ async fn admit_body(
     body: Incoming,
     config: &ProxyConfig,
 ) -> Result<(), Refusal> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if let Some(declared) = declared
+    if let Some(declared) = sszgate_serve::declared_length(headers)
         && declared > call.body_limit as u64
     {
         // Refused from the Content-Length alone: not a byte of the body is read.
@@ -397,29 +385,17 @@ async fn admit_body(
 /// forwarded, and a client that trickles its body is cut off.
 async fn read_body(call: &Call, body: Incoming, timeout: Duration) -> Result<Bytes, Refusal> {
     let limit = call.body_limit;
-    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await else {
-        let message = format!("the request body did not arrive within {timeout:?}");
-        return Err(classify::refuse(Problem::InvalidRequest, message)
-            .with_status(StatusCode::REQUEST_TIMEOUT));
-    };
-    match read {
-        Ok(collected) => Ok(collected.to_bytes()),
-        // Over the limit: 413. Anything else is broken HTTP framing (a bad chunk size, a
-        // body cut short): 400 in either transport, not a JSON-RPC error in a 200.
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            let message = format!(
-                "request body over the limit of {limit} bytes{}",
-                call.limit_of()
-            );
+    match sszgate_serve::read_bounded(body, limit, timeout).await {
+        Ok(body) => Ok(body),
+        // Over the limit: 413 (its own status in either transport).
+        Err(e @ sszgate_serve::BodyError::TooLarge { .. }) => {
+            let message = format!("{e}{}", call.limit_of());
             Err(classify::refuse(Problem::RequestTooLarge, message))
         }
+        // Too slow: 408. Broken HTTP framing (a bad chunk size, a body cut short): 400 in
+        // either transport, not a JSON-RPC error in a 200.
         Err(e) => {
-            let message = format!("reading the request body failed: {e}");
-            Err(classify::refuse(Problem::InvalidRequest, message)
-                .with_status(StatusCode::BAD_REQUEST))
+            Err(classify::refuse(Problem::InvalidRequest, e.to_string()).with_status(e.status()))
         }
     }
 }
@@ -598,14 +574,11 @@ pub(crate) fn refuse(call: Call, refusal: Refusal, recorder: &Recorder) -> Respo
 /// The answer when every in-flight permit is taken: 503 in the caller's shape, recorded.
 fn too_busy(
     request: &Request<Incoming>,
+    message: String,
     config: &ProxyConfig,
     recorder: &Recorder,
     peer: &Peer,
 ) -> Response<ResponseBody> {
-    let message = format!(
-        "{} calls in flight already: try again",
-        config.limits.max_in_flight
-    );
     let refusal = classify::refuse(Problem::Internal, message)
         .by(ErrorSide::Gateway)
         .with_status(StatusCode::SERVICE_UNAVAILABLE);

@@ -17,18 +17,6 @@ use sszgate_engine::{
 /// envelope, field names, quotes, `0x` prefixes and whitespace (hex itself doubles the bytes).
 const JSON_SLACK: usize = 16 << 10;
 
-/// The hard cap on an h2 header list, and the least of the HTTP/1.1 read buffer, as a
-/// multiple of the checked limit: heads between the limit and the cap get a recorded 431 in
-/// the caller's shape; beyond the cap the HTTP layer answers 431 itself.
-pub(crate) const HARD_HEAD_FACTOR: usize = 4;
-
-/// hyper's own default for its HTTP/1.1 read buffer (8 KiB + 100 × 4 KiB), kept as the floor:
-/// request bodies are read through the same buffer, and a smaller one would only cost reads.
-pub(crate) const MIN_HTTP1_BUFFER: usize = 8192 + 4096 * 100;
-
-/// The floor of the h2 header list cap (hyper's default).
-pub(crate) const MIN_H2_HEADER_LIST: usize = 16 << 10;
-
 /// The largest SSZ encoding of `ty`, saturating (a payload's bound, a million transactions of
 /// up to 1 GiB, is past any real cap: such a body is bounded by `--max-body` only).
 fn max_ssz(ty: &Ty) -> usize {
@@ -103,24 +91,6 @@ pub fn json_call_limit(method: &str) -> usize {
             .saturating_mul(3)
             .saturating_add(JSON_SLACK),
     }
-}
-
-/// Bytes of a request's head as it would appear on an HTTP/1.1 wire: the request line and
-/// each header field (`name: value\r\n`), the blank line included. h2 heads are measured the
-/// same way, so one limit means the same for both.
-pub(crate) fn head_bytes(request: &http::Request<hyper::body::Incoming>) -> usize {
-    let target = request
-        .uri()
-        .path_and_query()
-        .map_or(1, |pq| pq.as_str().len());
-    let line = request.method().as_str().len() + 1 + target + " HTTP/1.1\r\n".len();
-    request
-        .headers()
-        .iter()
-        .map(|(name, value)| name.as_str().len() + 2 + value.len() + 2)
-        .sum::<usize>()
-        + line
-        + 2
 }
 
 #[cfg(test)]

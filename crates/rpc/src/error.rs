@@ -136,6 +136,14 @@ pub enum UpstreamError {
         /// The bound.
         limit: usize,
     },
+    /// The request's upstream budget is spent: the fetch was not made.
+    #[error("{what}: {spent}")]
+    Budget {
+        /// The request.
+        what: String,
+        /// Which budget, its bound and what was used.
+        spent: sszgate_serve::BudgetSpent,
+    },
     /// The answer is not what the method returns.
     #[error("{what}: malformed answer: {detail}")]
     Malformed {
@@ -238,6 +246,10 @@ impl RpcError {
                     json!({"check": m.check.name(), "field": m.field, "detail": m.detail});
             }
             RpcError::Reverted(data) => error["data"] = json!(data),
+            RpcError::Upstream(UpstreamError::Budget { spent, .. }) => {
+                error["data"] =
+                    json!({"budget": spent.what, "limit": spent.limit, "used": spent.used});
+            }
             _ => {}
         }
         error

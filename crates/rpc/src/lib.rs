@@ -38,5 +38,6 @@ pub use call::eth_call_cfg;
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
 pub use server::{Config, Metrics, Routes, Server, local_verifier, serve, serve_with};
 pub use sszgate_light::{Anchor, BlockRef, Trust};
+pub use sszgate_serve::{Budget, BudgetLimits, BudgetSpent};
 pub use upstream::Upstream;
 pub use verifier::{Limits, METHODS, Verifier};

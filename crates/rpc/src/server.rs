@@ -1,9 +1,18 @@
-//! The JSON-RPC server (hyper 1, HTTP/1.1 POST): single requests and batches (bounded count
-//! and body size), JSON-RPC error codes, verified answers from an [`Answerer`] (the local
+//! The JSON-RPC server (hyper 1, HTTP/1.1 and h2c POST): single requests and batches (bounded
+//! count, their calls answered concurrently up to a bound), JSON-RPC error codes, verified answers from an [`Answerer`] (the local
 //! [`Verifier`] or a proof client), methods on the `allow_unverified` list passed through
 //! (logged and counted as such), extra POST [`Route`]s at their own paths (the prover
 //! endpoint), and `GET /metrics` (Prometheus text: requests per method and outcome, failures
 //! per check, and the answerer's gauges, such as the light client's slots and lag).
+//!
+//! Connections are served under the gateway's limits, through the same code
+//! (`sszgate-serve`): a head not in within the header timeout closes the connection, a head
+//! over its bytes gets a 431, a request beyond the in-flight cap a 503 at once, a body over
+//! `max_request_body` a 413 (from its `Content-Length` before it is read), a body not in
+//! within the body timeout a 408. Each POST is answered on the bounded blocking pool
+//! (`sszgate_serve::Offload`), so that CPU-bound checks never hold the async workers that
+//! accept and answer `/metrics`, and with one upstream budget (`sszgate_serve::Budget`)
+//! shared by a batch's calls: a request's fetches and bytes are bounded however it is built.
 //!
 //! Not here: the checks (`verifier`, the proof crate), the command line (the binary's).
 
@@ -16,10 +25,12 @@ use std::{
 };
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use futures_util::{StreamExt, stream};
+use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode, body::Incoming, header, service::service_fn};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use sszgate_serve::{Budget, BudgetLimits, InFlight, Offload};
 use tokio::{net::TcpListener, task::JoinHandle};
 
 use crate::{
@@ -46,10 +57,16 @@ pub struct Config {
     pub upstream_timeout: Duration,
     /// The largest upstream answer read, in bytes.
     pub max_upstream_answer: usize,
-    /// The largest client request body, in bytes.
+    /// The largest client request body, in bytes (`--max-body`).
     pub max_request_body: usize,
-    /// The most requests in one batch.
+    /// The most requests in one batch (`--max-batch`).
     pub max_batch: usize,
+    /// The most calls of one batch answered at once.
+    pub batch_concurrency: usize,
+    /// Header and body timeouts, the in-flight cap and the head's bytes, as the gateway's.
+    pub connection: sszgate_serve::Limits,
+    /// The upstream fetches and bytes one request (a whole batch) may cause.
+    pub budget: BudgetLimits,
     /// Bounds of one request's cost.
     pub limits: Limits,
     /// Methods passed through to the execution RPC unverified.
@@ -60,7 +77,8 @@ pub struct Config {
 
 impl Config {
     /// Defaults for `execution` on chain `chain_id`: ephemeral local port, 10 s upstream
-    /// timeout, 64 MiB answers, 1 MiB requests, batches of 100, the chain's known blob
+    /// timeout, 64 MiB answers, 1 MiB requests, batches of 100 answered 8 at once, the
+    /// gateway's connection limits, the default upstream budget, the chain's known blob
     /// schedule (mainnet's; none for other chains).
     pub fn new(execution: &str, chain_id: u64) -> Config {
         Config {
@@ -72,6 +90,9 @@ impl Config {
             max_upstream_answer: 64 << 20,
             max_request_body: 1 << 20,
             max_batch: 100,
+            batch_concurrency: 8,
+            connection: sszgate_serve::Limits::default(),
+            budget: BudgetLimits::default(),
             limits: Limits::default(),
             allow_unverified: Vec::new(),
             blob_schedule: BlobSchedule::for_chain(chain_id),
@@ -195,6 +216,10 @@ pub type Routes = Vec<(String, Arc<dyn Route>)>;
 
 struct Shared<B> {
     answerer: B,
+    /// The cap on requests handled at once.
+    in_flight: InFlight,
+    /// The blocking threads requests are answered on.
+    offload: Offload,
     /// The execution RPC that methods allowed unverified are passed to.
     passthrough: Option<Upstream>,
     routes: Routes,
@@ -284,6 +309,8 @@ pub async fn serve_with<B: Answerer>(
     let metrics = Arc::new(Metrics::default());
     let shared = Arc::new(Shared {
         answerer,
+        in_flight: config.connection.in_flight(),
+        offload: Offload::new(sszgate_serve::DEFAULT_OFFLOAD_THREADS),
         passthrough,
         routes,
         config,
@@ -298,39 +325,21 @@ pub async fn serve_with<B: Answerer>(
 }
 
 /// Accepts connections until the listener fails, which ends the task ([`Server::stopped`]
-/// resolves) rather than leaving a port that answers nothing.
+/// resolves) rather than leaving a port that answers nothing; each connection is served
+/// under the limits (`sszgate_serve::Limits::builder`: the header timeout, the head's cap).
 async fn accept_loop<B: Answerer>(listener: TcpListener, shared: Arc<Shared<B>>) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of file descriptors and the like: wait and accept again.
-            Err(e) if is_transient(&e) => {
-                tracing::warn!(error = %e, "accept failed; trying again");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "the JSON-RPC listener failed");
-                return;
-            }
-        };
+    let count = |listener, kind| tracing::debug!(listener, kind, "accept error counted");
+    let mut acceptor = sszgate_serve::Acceptor::new(&listener, "rpc", &count);
+    while let Ok((stream, _)) = acceptor.accept().await {
         let shared = shared.clone();
+        let builder = shared.config.connection.builder();
         tokio::spawn(async move {
-            let service = service_fn(move |req| handle(shared.clone(), req));
-            let _ = hyper::server::conn::http1::Builder::new()
+            let service = service_fn(move |req| admit(shared.clone(), req));
+            let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
     }
-}
-
-/// Accept errors that pass (descriptor limits, an aborted connection).
-fn is_transient(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(
-        e.kind(),
-        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock | OutOfMemory
-    ) || e.raw_os_error().is_some_and(|c| c == 24 || c == 23) // EMFILE, ENFILE
 }
 
 fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
@@ -347,42 +356,74 @@ fn error_reply(status: StatusCode, error: RpcError) -> Response<Full<Bytes>> {
     reply(status, "application/json", body.to_string())
 }
 
-async fn handle<B: Answerer>(
+/// A request admitted under the in-flight cap (503 at once beyond it), then handled.
+async fn admit<B: Answerer>(
     shared: Arc<Shared<B>>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let Some(_permit) = shared.in_flight.try_enter() else {
+        let busy = RpcError::InvalidRequest(shared.in_flight.busy_message());
+        return Ok(error_reply(StatusCode::SERVICE_UNAVAILABLE, busy));
+    };
+    Ok(handle(shared, req).await)
+}
+
+/// A request: its head checked, its body read under the limits, then answered on the
+/// blocking pool with a fresh upstream budget.
+async fn handle<B: Answerer>(
+    shared: Arc<Shared<B>>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let limits = shared.config.connection;
+    let head = sszgate_serve::head_bytes(&req);
+    if head > limits.max_header_bytes {
+        let why = format!(
+            "request head of {head} bytes over the limit of {} bytes",
+            limits.max_header_bytes
+        );
+        let status = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+        return error_reply(status, RpcError::InvalidRequest(why));
+    }
     let route = match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => {
             let text = shared.metrics.render() + &shared.answerer.gauges();
-            return Ok(reply(StatusCode::OK, "text/plain; version=0.0.4", text));
+            return reply(StatusCode::OK, "text/plain; version=0.0.4", text);
         }
-        (&Method::GET, "/health") => return Ok(reply(StatusCode::OK, "text/plain", "ok\n".into())),
+        (&Method::GET, "/health") => return reply(StatusCode::OK, "text/plain", "ok\n".into()),
         (&Method::POST, path) => shared
             .routes
             .iter()
             .find(|(p, _)| p == path)
             .map(|(_, r)| r.clone()),
         _ => {
-            return Ok(error_reply(
+            return error_reply(
                 StatusCode::METHOD_NOT_ALLOWED,
                 RpcError::InvalidRequest("JSON-RPC is POSTed; GET /metrics, GET /health".into()),
-            ));
+            );
         }
     };
+    let (parts, body) = req.into_parts();
     let limit = shared.config.max_request_body;
-    let body = match Limited::new(req.into_body(), limit).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return Ok(error_reply(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                RpcError::InvalidRequest(format!("request body larger than {limit} bytes")),
-            ));
+    let body =
+        match sszgate_serve::read_body(&parts.headers, body, limit, limits.body_timeout).await {
+            Ok(body) => body,
+            Err(e) => return error_reply(e.status(), RpcError::InvalidRequest(e.to_string())),
+        };
+    let budget = Budget::new(shared.config.budget);
+    let offload = shared.offload.clone();
+    let answering = budget.scope(async move {
+        match route {
+            Some(route) => route_reply(route.answer(body).await),
+            None => answer_body(&shared, &body).await,
         }
-    };
-    match route {
-        Some(route) => Ok(route_reply(route.answer(body).await)),
-        None => Ok(answer_body(&shared, &body).await),
-    }
+    });
+    offload.run(answering).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "answering a request failed");
+        error_reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            RpcError::InvalidRequest(e.to_string()),
+        )
+    })
 }
 
 fn route_reply(answer: RouteAnswer) -> Response<Full<Bytes>> {
@@ -414,11 +455,13 @@ async fn answer_body<B: Answerer>(shared: &Shared<B>, body: &[u8]) -> Response<F
                     )),
                 );
             }
-            let mut answers = Vec::with_capacity(batch.len());
-            for one in batch {
-                answers.extend(answer_one(shared, one).await);
-            }
-            Value::Array(answers)
+            // Answered concurrently, up to the bound, in the batch's order.
+            let answers: Vec<Option<Value>> = stream::iter(batch)
+                .map(|one| answer_one(shared, one))
+                .buffered(shared.config.batch_concurrency.max(1))
+                .collect()
+                .await;
+            Value::Array(answers.into_iter().flatten().collect())
         }
         one => match answer_one(shared, one).await {
             Some(a) => a,

@@ -2,6 +2,10 @@
 //! request has a timeout, every answer a size bound read before it is kept, and an answer that
 //! is not a JSON-RPC result is an error. Nothing read here is trusted: callers check it.
 //!
+//! Every request also spends from the client request's upstream budget, when it has one
+//! (`sszgate_serve::Budget::current`): a fetch is refused before it is made when the budget's
+//! fetches are spent, and an answer is read only up to the bytes left.
+//!
 //! Not here: any verification.
 
 use std::time::Duration;
@@ -163,6 +167,8 @@ impl Upstream {
         what: &str,
         request: Request<Full<Bytes>>,
     ) -> Result<(StatusCode, Bytes), UpstreamError> {
+        let budget = sszgate_serve::Budget::current();
+        let limit = self.answer_limit(what, budget.as_ref())?;
         let exchange = async {
             let response = self
                 .client
@@ -170,20 +176,23 @@ impl Upstream {
                 .await
                 .map_err(|e| transport(what, e))?;
             let status = response.status();
-            let body = Limited::new(response.into_body(), self.max_answer)
+            let body = Limited::new(response.into_body(), limit)
                 .collect()
                 .await
                 .map_err(|e| {
                     if e.is::<http_body_util::LengthLimitError>() {
-                        UpstreamError::TooLarge {
-                            what: what.to_string(),
-                            limit: self.max_answer,
-                        }
+                        self.too_large(what, limit, budget.as_ref())
                     } else {
                         transport(what, e)
                     }
-                })?;
-            Ok((status, body.to_bytes()))
+                })?
+                .to_bytes();
+            if let Some(budget) = &budget {
+                budget
+                    .spend_bytes(body.len() as u64)
+                    .map_err(|spent| over(what, spent))?;
+            }
+            Ok((status, body))
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
@@ -191,6 +200,56 @@ impl Upstream {
                 what: what.to_string(),
                 millis: self.timeout.as_millis() as u64,
             })?
+    }
+}
+
+impl Upstream {
+    /// Takes this fetch from the request's budget, if it has one, before the fetch is made;
+    /// the most bytes its answer may have: the answer bound, or what is left of the budget.
+    fn answer_limit(
+        &self,
+        what: &str,
+        budget: Option<&sszgate_serve::Budget>,
+    ) -> Result<usize, UpstreamError> {
+        let Some(budget) = budget else {
+            return Ok(self.max_answer);
+        };
+        budget.spend_fetch().map_err(|spent| over(what, spent))?;
+        let left = usize::try_from(budget.bytes_left()).unwrap_or(usize::MAX);
+        Ok(self.max_answer.min(left))
+    }
+
+    /// An answer over `limit`: over the answer bound, or over what was left of the budget.
+    fn too_large(
+        &self,
+        what: &str,
+        limit: usize,
+        budget: Option<&sszgate_serve::Budget>,
+    ) -> UpstreamError {
+        match budget {
+            Some(budget) if limit < self.max_answer => {
+                // Account what the answer would have taken at least: the budget is spent.
+                let spent = budget.spend_bytes(limit as u64 + 1).err();
+                spent.map_or_else(
+                    || UpstreamError::TooLarge {
+                        what: what.to_string(),
+                        limit,
+                    },
+                    |spent| over(what, spent),
+                )
+            }
+            _ => UpstreamError::TooLarge {
+                what: what.to_string(),
+                limit,
+            },
+        }
+    }
+}
+
+fn over(what: &str, spent: sszgate_serve::BudgetSpent) -> UpstreamError {
+    UpstreamError::Budget {
+        what: what.to_string(),
+        spent,
     }
 }
 

@@ -11,6 +11,7 @@
 //! header chain. Sync data is added for a client state (`sync`). Not here yet: header chains,
 //! historic proofs, eth_call with state overrides.
 
+mod bounds;
 pub mod endpoint;
 pub mod receipts;
 mod sync;
@@ -152,8 +153,9 @@ impl Prover {
             BlockArg::Tag(t) if t == "latest" => return self.latest().await,
             BlockArg::Tag(t) => return Err(ProveError::Unsupported(format!("block tag {t}"))),
             BlockArg::Number(n) => {
+                let next = bounds::next_block(*n)?;
                 let data = self
-                    .parent_beacon_root("eth_getBlockByNumber", json!(format!("{:#x}", n + 1)))
+                    .parent_beacon_root("eth_getBlockByNumber", json!(format!("{next:#x}")))
                     .await?;
                 (data, self.child_root(data).await?)
             }
@@ -205,6 +207,7 @@ impl Prover {
         include_code: bool,
         client: &ClientState,
     ) -> Result<Vec<u8>, ProveError> {
+        bounds::check(method, params)?;
         let (data, proof) = self.proof(method, params, include_code).await?;
         let needed = signed_slots(&proof)
             .into_iter()
@@ -352,7 +355,8 @@ impl Prover {
     }
 
     async fn logs(&self, params: &Value) -> Result<(DataUnion, ProofUnion), ProveError> {
-        let answer = self.rpc("eth_getLogs", params.clone()).await?;
+        let params = self.resolved_filter(params).await?;
+        let answer = self.rpc("eth_getLogs", params).await?;
         let logs = answer
             .as_array()
             .cloned()
@@ -389,6 +393,42 @@ impl Prover {
         let proof =
             VariableList::new(blocks).map_err(|e| upstream(format!("too many blocks: {e:?}")))?;
         Ok((DataUnion::Logs(data), ProofUnion::Logs(proof)))
+    }
+
+    /// The `eth_getLogs` params with the filter's tags resolved to numbers and its range
+    /// checked ([`bounds::log_range`]) before the filter goes upstream; a `blockHash` filter
+    /// names one block and is sent as it is.
+    async fn resolved_filter(&self, params: &Value) -> Result<Value, ProveError> {
+        bounds::check("eth_getLogs", params)?;
+        let mut filter = params[0].clone();
+        if filter.get("blockHash").is_some() {
+            return Ok(json!([filter]));
+        }
+        let from = self.filter_block(filter.get("fromBlock")).await?;
+        let to = self.filter_block(filter.get("toBlock")).await?;
+        bounds::log_range(from, to)?;
+        filter["fromBlock"] = json!(format!("{from:#x}"));
+        filter["toBlock"] = json!(format!("{to:#x}"));
+        Ok(json!([filter]))
+    }
+
+    /// A filter's block field as a number: absent means `latest`; a tag asked of the
+    /// execution RPC.
+    async fn filter_block(&self, v: Option<&Value>) -> Result<u64, ProveError> {
+        let text = v.and_then(Value::as_str).unwrap_or("latest");
+        let number = match text {
+            "earliest" => return Ok(0),
+            "latest" | "pending" => self.rpc("eth_blockNumber", json!([])).await?,
+            "safe" | "finalized" => self
+                .rpc("eth_getBlockByNumber", json!([text, false]))
+                .await?["number"]
+                .clone(),
+            _ => json!(text),
+        };
+        number
+            .as_str()
+            .and_then(|n| u64::from_str_radix(n.strip_prefix("0x")?, 16).ok())
+            .ok_or_else(|| upstream(format!("the number of block {text}: {number}")))
     }
 
     async fn logs_block(&self, number: u64, indices: Vec<u32>) -> Result<LogsBlock, ProveError> {

@@ -17,9 +17,10 @@ use super::{ProveError, upstream};
 use crate::trust::ClientState;
 use crate::types::{BootstrapUnion, LcSyncData, SyncDataUnion, UpdateUnion};
 
-/// The most updates one proof carries (one per period; the list's bound is 1024): as many as
-/// a verifier applies.
-const MAX_UPDATES: u64 = crate::trust::MAX_SYNC_UPDATES as u64;
+/// The most updates one request may make the prover fetch (one per period): a client further
+/// behind starts from a newer checkpoint (`c4` = `02` and a block root it trusts, which is
+/// sent as a bootstrap) or asks for proofs of older blocks first, catching up in steps.
+pub(crate) const MAX_UPDATES_PER_REQUEST: u64 = 16;
 
 /// The sync data a client in `state` needs to check a signature of period `needed`.
 pub(crate) async fn sync_data(
@@ -88,9 +89,9 @@ async fn updates(
     count: u64,
 ) -> Result<Vec<UpdateUnion>, ProveError> {
     const WHAT: &str = "LightClientUpdate";
-    if count > MAX_UPDATES {
-        return Err(ProveError::Unsupported(format!(
-            "{count} periods of updates; at most {MAX_UPDATES} in one proof"
+    if count > MAX_UPDATES_PER_REQUEST {
+        return Err(ProveError::Params(format!(
+            "c4: the client state is {count} periods behind the proof (from period {start}); at most {MAX_UPDATES_PER_REQUEST} periods of updates in one request: start from a newer checkpoint"
         )));
     }
     let path = format!("/eth/v1/beacon/light_client/updates?start_period={start}&count={count}");

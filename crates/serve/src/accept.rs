@@ -1,17 +1,17 @@
 //! Accepting connections without dying silently. An error a listener can go on from (out of
 //! file descriptors, out of socket buffers, a connection gone before it was accepted) is
-//! counted (`sszgate_accept_errors_total`), logged at most once a second, and backed off
+//! counted (the caller's counter, e.g. `sszgate_accept_errors_total`), logged at most once a second, and backed off
 //! from, and accepting goes on; any other error ends the loop with it, so that the process
 //! exits non-zero and a supervisor restarts it. Never a live process with a dead port.
 //!
-//! Not here: what is served on an accepted connection (`proxy`, `control`).
+//! Not here: what is served on an accepted connection (the gateway's relay and control
+//! endpoints, the JSON-RPC server).
 
 use std::{
     net::SocketAddr,
     time::{Duration, Instant},
 };
 
-use sszgate_record::metrics::Metrics;
 use tokio::net::{TcpListener, TcpStream};
 
 /// The first pause after a failed accept; doubled at each failure in a row.
@@ -24,23 +24,32 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(200);
 /// How often a run of accept errors is logged at most.
 const LOG_EVERY: Duration = Duration::from_secs(1);
 
+/// Counts an accept error a listener goes on from: called with the listener's name and the
+/// error's kind (`fds`, `memory`, `aborted`).
+pub type AcceptErrorCounter<'a> = &'a (dyn Fn(&'static str, &'static str) + Send + Sync);
+
 /// A listener's accept loop state: its name for logs and metrics, and its back-off.
-pub(crate) struct Acceptor<'a> {
+pub struct Acceptor<'a> {
     listener: &'a TcpListener,
     name: &'static str,
-    metrics: &'a Metrics,
+    count: AcceptErrorCounter<'a>,
     pause: Duration,
     logged: Option<Instant>,
     unlogged: u64,
 }
 
 impl<'a> Acceptor<'a> {
-    /// Accepts on `listener`, named `name` (`engine`, `control`) in logs and metrics.
-    pub(crate) fn new(listener: &'a TcpListener, name: &'static str, metrics: &'a Metrics) -> Self {
+    /// Accepts on `listener`, named `name` (`engine`, `control`, `rpc`) in logs and metrics;
+    /// `count` is told of each error gone on from.
+    pub fn new(
+        listener: &'a TcpListener,
+        name: &'static str,
+        count: AcceptErrorCounter<'a>,
+    ) -> Self {
         Acceptor {
             listener,
             name,
-            metrics,
+            count,
             pause: FIRST_PAUSE,
             logged: None,
             unlogged: 0,
@@ -48,7 +57,7 @@ impl<'a> Acceptor<'a> {
     }
 
     /// The next connection; an error only when the listener cannot go on.
-    pub(crate) async fn accept(&mut self) -> std::io::Result<(TcpStream, SocketAddr)> {
+    pub async fn accept(&mut self) -> std::io::Result<(TcpStream, SocketAddr)> {
         loop {
             match self.listener.accept().await {
                 Ok(accepted) => {
@@ -69,7 +78,7 @@ impl<'a> Acceptor<'a> {
     /// Counts a transient error, logs it (at most once a second, with how many were not),
     /// and pauses before the next try.
     async fn back_off(&mut self, kind: &'static str, e: &std::io::Error) {
-        self.metrics.accept_error(self.name, kind);
+        (self.count)(self.name, kind);
         let due = self.logged.is_none_or(|at| at.elapsed() >= LOG_EVERY);
         if due {
             tracing::warn!(
@@ -91,7 +100,7 @@ impl<'a> Acceptor<'a> {
 }
 
 /// The metric label of an accept error a listener can go on from; `None` for one it cannot.
-pub(crate) fn transient_kind(e: &std::io::Error) -> Option<&'static str> {
+pub fn transient_kind(e: &std::io::Error) -> Option<&'static str> {
     use std::io::ErrorKind;
     match e.raw_os_error() {
         Some(libc::EMFILE | libc::ENFILE) => return Some("fds"),
