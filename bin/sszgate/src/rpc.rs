@@ -16,7 +16,7 @@ use alloy_primitives::B256;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use sszgate_light::{
-    ChainSpec, HttpBeaconApi, LightClient,
+    ChainSpec, HttpBeaconApi, LightClient, ParticipationPolicy,
     client::{fetch_chain_spec, fetch_finalized_checkpoint},
 };
 use sszgate_proof::{
@@ -76,6 +76,18 @@ pub(crate) struct RpcArgs {
     /// chain, whose slots are in the past.
     #[arg(long, env = "SSZGATE_RPC_CLOCK", hide = true, value_name = "UNIX_TIME")]
     clock: Option<u64>,
+    /// Sync-committee members (of 512) that must sign a beacon block for it to anchor an
+    /// answer. Below 342 (2/3) weakens the guarantee and is logged as a warning; the specs'
+    /// safety threshold (half the most participants seen) still applies. Local mode only:
+    /// proofs are always checked at 2/3.
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_MIN_PARTICIPATION",
+        value_name = "N",
+        default_value_t = 342,
+        value_parser = clap::value_parser!(u16).range(1..=512)
+    )]
+    min_participation: u16,
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
@@ -118,6 +130,19 @@ fn mode(args: &RpcArgs) -> Result<Mode> {
             "name the untrusted sources: --execution URL and --beacon URL (local verification), or --prover URL (proofs)"
         ),
     }
+}
+
+/// The participation rule anchors are held to; a lowered one only where it applies.
+fn participation(args: &RpcArgs, mode: &Mode) -> Result<ParticipationPolicy> {
+    let min = usize::from(args.min_participation);
+    if matches!(mode, Mode::Remote { .. })
+        && min != ParticipationPolicy::SUPERMAJORITY.min_participants()
+    {
+        bail!(
+            "--min-participation {min}: the proof verifier (--prover) always requires 2/3 of the committee (342); the flag applies to local verification"
+        );
+    }
+    ParticipationPolicy::new(min).map_err(|e| anyhow::anyhow!("--min-participation {min}: {e}"))
 }
 
 /// The state file: the flag's, else the mode's default.
@@ -175,13 +200,14 @@ pub(crate) fn run(args: RpcArgs) -> Result<()> {
 
 async fn run_async(args: RpcArgs) -> Result<()> {
     let mode = mode(&args)?;
+    let policy = participation(&args, &mode)?;
     let state = state_path(&args, &mode);
     let server = match &mode {
         Mode::Local {
             execution,
             beacon,
             serve_proofs,
-        } => serve_local(&args, execution, beacon, *serve_proofs, state).await?,
+        } => serve_local(&args, execution, beacon, *serve_proofs, policy, state).await?,
         Mode::Remote { prover, beacon } => {
             serve_remote(&args, prover, beacon.as_deref(), state).await?
         }
@@ -226,6 +252,7 @@ async fn serve_local(
     execution: &str,
     beacon: &str,
     serve_proofs: bool,
+    policy: ParticipationPolicy,
     state: PathBuf,
 ) -> Result<Server> {
     let api = HttpBeaconApi::new(beacon, args.upstream_timeout).context("--beacon")?;
@@ -235,7 +262,8 @@ async fn serve_local(
     tracing::info!(chain = %spec.name, state = %state.display(), "light client: bootstrapping or resuming");
     let mut client = LightClient::open(api, spec.clone(), state, checkpoint)
         .await
-        .context("starting the light client")?;
+        .context("starting the light client")?
+        .with_participation(policy);
     if let Some(at) = args.clock {
         FIXED_CLOCK.store(at, std::sync::atomic::Ordering::Relaxed);
         client = client.with_clock(fixed_clock);
@@ -388,6 +416,36 @@ mod tests {
                 .unwrap()
                 .chain_id,
             1337
+        );
+    }
+
+    #[test]
+    fn min_participation_defaults_to_two_thirds_and_is_bounded() {
+        let local = args(&[]);
+        let policy = participation(&local, &mode(&local).unwrap()).unwrap();
+        assert_eq!(policy, ParticipationPolicy::SUPERMAJORITY);
+        let lowered = args(&["--min-participation", "100"]);
+        let policy = participation(&lowered, &mode(&lowered).unwrap()).unwrap();
+        assert_eq!(policy.min_participants(), 100);
+        for out_of_range in ["0", "513"] {
+            let argv = [
+                "rpc",
+                "--execution",
+                "x",
+                "--beacon",
+                "y",
+                "--min-participation",
+                out_of_range,
+            ];
+            assert!(Cli::try_parse_from(argv).is_err(), "{out_of_range}");
+        }
+        let r = remote(&["--min-participation", "100"]);
+        let e = participation(&r, &mode(&r).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--min-participation 100") && e.contains("2/3"),
+            "{e}"
         );
     }
 

@@ -17,6 +17,7 @@ use alloy_primitives::B256;
 use crate::Anchor;
 use crate::api::BeaconApi;
 use crate::error::LightError;
+use crate::participation::ParticipationPolicy;
 use crate::persist;
 use crate::spec::ChainSpec;
 use crate::store::LightClientStore;
@@ -84,6 +85,8 @@ pub struct LightClient<A: BeaconApi> {
     sync_lock: tokio::sync::Mutex<()>,
     store_path: Option<PathBuf>,
     clock: fn() -> u64,
+    /// Which sync aggregates may anchor a block.
+    pub(crate) policy: ParticipationPolicy,
     pub(crate) anchors: Mutex<AnchorCache>,
 }
 
@@ -177,6 +180,7 @@ impl<A: BeaconApi> LightClient<A> {
             sync_lock: tokio::sync::Mutex::new(()),
             store_path: None,
             clock: system_clock,
+            policy: ParticipationPolicy::default(),
             anchors: Mutex::new(AnchorCache::default()),
         }
     }
@@ -206,6 +210,17 @@ impl<A: BeaconApi> LightClient<A> {
     pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// Anchors under `policy` instead of the default 2/3 of the committee.
+    pub fn with_participation(mut self, policy: ParticipationPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The participation rule anchors are held to.
+    pub fn participation(&self) -> ParticipationPolicy {
+        self.policy
     }
 
     /// The store, read under its lock (keep `f` short: syncs wait for it).
