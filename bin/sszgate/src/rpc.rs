@@ -16,8 +16,8 @@ use alloy_primitives::B256;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use sszgate_light::{
-    ChainSpec, HttpBeaconApi, LightClient,
-    client::{fetch_chain_spec, fetch_finalized_checkpoint},
+    ChainSpec, HttpBeaconApi, LightClient, ParticipationPolicy,
+    client::{Network, fetch_finalized_checkpoint, resolve_chain_spec},
 };
 use sszgate_proof::{
     TrustedState,
@@ -76,6 +76,24 @@ pub(crate) struct RpcArgs {
     /// chain, whose slots are in the past.
     #[arg(long, env = "SSZGATE_RPC_CLOCK", hide = true, value_name = "UNIX_TIME")]
     clock: Option<u64>,
+    /// The chain: mainnet, sepolia or hoodi (built-in parameters; the beacon node's, when it
+    /// serves them, must agree), custom (the node's, with a warning), or a FILE (JSON
+    /// `{"config": <the Beacon API's config/spec data>, "genesis": <its genesis data>}`).
+    /// [default: mainnet, or the node's chain with a warning when it is not a built-in one]
+    #[arg(long, env = "SSZGATE_RPC_NETWORK", value_name = "NAME|FILE")]
+    network: Option<String>,
+    /// Sync-committee members (of 512) that must sign a beacon block for it to anchor an
+    /// answer. Below 342 (2/3) weakens the guarantee and is logged as a warning; the specs'
+    /// safety threshold (half the most participants seen) still applies. Local mode only:
+    /// proofs are always checked at 2/3.
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_MIN_PARTICIPATION",
+        value_name = "N",
+        default_value_t = 342,
+        value_parser = clap::value_parser!(u16).range(1..=512)
+    )]
+    min_participation: u16,
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
@@ -161,6 +179,42 @@ fn mode(args: &RpcArgs) -> Result<Mode> {
     }
 }
 
+/// The chain the arguments name (a FILE is read here).
+fn network(args: &RpcArgs) -> Result<Network> {
+    let Some(name) = args.network.as_deref() else {
+        return Ok(Network::Default);
+    };
+    Ok(match name {
+        "mainnet" => Network::Named(ChainSpec::mainnet()),
+        "sepolia" => Network::Named(ChainSpec::sepolia()),
+        "hoodi" => Network::Named(ChainSpec::hoodi()),
+        "custom" => Network::Node,
+        file => {
+            let path = std::path::Path::new(file);
+            let bytes = sszgate_light::persist::read_file_bounded(path, 1 << 20)
+                .with_context(|| format!("--network {file}: not mainnet, sepolia, hoodi or custom, and not a readable file"))?;
+            let doc: serde_json::Value = serde_json::from_slice(&bytes)
+                .with_context(|| format!("--network {file}: not JSON"))?;
+            let spec = ChainSpec::from_beacon_api(&doc["config"], &doc["genesis"])
+                .with_context(|| format!("--network {file}: {{\"config\": <config/spec data>, \"genesis\": <genesis data>}} expected"))?;
+            Network::Named(spec)
+        }
+    })
+}
+
+/// The participation rule anchors are held to; a lowered one only where it applies.
+fn participation(args: &RpcArgs, mode: &Mode) -> Result<ParticipationPolicy> {
+    let min = usize::from(args.min_participation);
+    if matches!(mode, Mode::Remote { .. })
+        && min != ParticipationPolicy::SUPERMAJORITY.min_participants()
+    {
+        bail!(
+            "--min-participation {min}: the proof verifier (--prover) always requires 2/3 of the committee (342); the flag applies to local verification"
+        );
+    }
+    ParticipationPolicy::new(min).map_err(|e| anyhow::anyhow!("--min-participation {min}: {e}"))
+}
+
 /// The state file: the flag's, else the mode's default.
 fn state_path(args: &RpcArgs, mode: &Mode) -> PathBuf {
     args.state.clone().unwrap_or_else(|| match mode {
@@ -225,13 +279,14 @@ pub(crate) fn run(args: RpcArgs) -> Result<()> {
 
 async fn run_async(args: RpcArgs) -> Result<()> {
     let mode = mode(&args)?;
+    let policy = participation(&args, &mode)?;
     let state = state_path(&args, &mode);
     let server = match &mode {
         Mode::Local {
             execution,
             beacon,
             serve_proofs,
-        } => serve_local(&args, execution, beacon, *serve_proofs, state).await?,
+        } => serve_local(&args, execution, beacon, *serve_proofs, policy, state).await?,
         Mode::Remote { prover, beacon } => {
             serve_remote(&args, prover, beacon.as_deref(), state).await?
         }
@@ -250,11 +305,20 @@ async fn wait(mut server: Server) -> Result<()> {
     }
 }
 
-/// The chain's parameters from the beacon node.
-async fn chain_spec(api: &HttpBeaconApi) -> Result<ChainSpec> {
-    fetch_chain_spec(api)
+/// The chain's parameters: the named network's (compared with the beacon node's), or the
+/// node's where the arguments allow it.
+async fn chain_spec(args: &RpcArgs, api: Option<&HttpBeaconApi>) -> Result<ChainSpec> {
+    let network = network(args)?;
+    let Some(api) = api else {
+        return match network {
+            Network::Named(spec) => Ok(spec),
+            Network::Default => Ok(ChainSpec::mainnet()),
+            Network::Node => bail!("--network custom takes the chain from --beacon: name one"),
+        };
+    };
+    resolve_chain_spec(api, network)
         .await
-        .context("reading the chain's parameters from --beacon")
+        .context("the chain's parameters (--network, compared with --beacon's)")
 }
 
 /// The checkpoint: the flag's, else the beacon node's finalized one (trust on first use).
@@ -276,16 +340,18 @@ async fn serve_local(
     execution: &str,
     beacon: &str,
     serve_proofs: bool,
+    policy: ParticipationPolicy,
     state: PathBuf,
 ) -> Result<Server> {
     let api = HttpBeaconApi::new(beacon, args.upstream_timeout).context("--beacon")?;
-    let spec = chain_spec(&api).await?;
+    let spec = chain_spec(args, Some(&api)).await?;
     let config = settings(args, &spec)?;
     let checkpoint = checkpoint(args, &api, !state.exists()).await?;
     tracing::info!(chain = %spec.name, state = %state.display(), "light client: bootstrapping or resuming");
     let mut client = LightClient::open(api, spec.clone(), state, checkpoint)
         .await
-        .context("starting the light client")?;
+        .context("starting the light client")?
+        .with_participation(policy);
     if let Some(at) = args.clock {
         FIXED_CLOCK.store(at, std::sync::atomic::Ordering::Relaxed);
         client = client.with_clock(fixed_clock);
@@ -346,10 +412,7 @@ async fn serve_remote(
         Some(url) => Some(HttpBeaconApi::new(url, args.upstream_timeout).context("--beacon")?),
         None => None,
     };
-    let spec = match &api {
-        Some(api) => chain_spec(api).await?,
-        None => ChainSpec::mainnet(),
-    };
+    let spec = chain_spec(args, api.as_ref()).await?;
     let config = settings(args, &spec)?;
     let trust = remote_trust(args, spec, api.as_ref(), &state).await?;
     let client = ProofClient::new(
@@ -439,6 +502,71 @@ mod tests {
                 .chain_id,
             1337
         );
+    }
+
+    #[test]
+    fn min_participation_defaults_to_two_thirds_and_is_bounded() {
+        let local = args(&[]);
+        let policy = participation(&local, &mode(&local).unwrap()).unwrap();
+        assert_eq!(policy, ParticipationPolicy::SUPERMAJORITY);
+        let lowered = args(&["--min-participation", "100"]);
+        let policy = participation(&lowered, &mode(&lowered).unwrap()).unwrap();
+        assert_eq!(policy.min_participants(), 100);
+        for out_of_range in ["0", "513"] {
+            let argv = [
+                "rpc",
+                "--execution",
+                "x",
+                "--beacon",
+                "y",
+                "--min-participation",
+                out_of_range,
+            ];
+            assert!(Cli::try_parse_from(argv).is_err(), "{out_of_range}");
+        }
+        let r = remote(&["--min-participation", "100"]);
+        let e = participation(&r, &mode(&r).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--min-participation 100") && e.contains("2/3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_network_flag_names_a_built_in_chain_the_node_or_a_file() {
+        assert_eq!(network(&args(&[])).unwrap(), Network::Default);
+        assert_eq!(
+            network(&args(&["--network", "hoodi"])).unwrap(),
+            Network::Named(ChainSpec::hoodi())
+        );
+        assert_eq!(
+            network(&args(&["--network", "custom"])).unwrap(),
+            Network::Node
+        );
+        let missing = network(&args(&["--network", "/nonexistent/chain.json"])).unwrap_err();
+        assert!(
+            format!("{missing:#}").contains("not a readable file"),
+            "{missing:#}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("chain.json");
+        let mut config = serde_json::json!({"SECONDS_PER_SLOT": "6", "SLOTS_PER_EPOCH": "32",
+            "EPOCHS_PER_SYNC_COMMITTEE_PERIOD": "256", "GENESIS_FORK_VERSION": "0x10000038"});
+        config["DENEB_FORK_EPOCH"] = "0".into();
+        config["DENEB_FORK_VERSION"] = "0x40000038".into();
+        let genesis = serde_json::json!({"genesis_time": "1700000000",
+            "genesis_validators_root": format!("0x{}", "ab".repeat(32))});
+        let doc = serde_json::json!({"config": config, "genesis": genesis});
+        std::fs::write(&file, doc.to_string()).unwrap();
+        let Network::Named(spec) = network(&args(&["--network", file.to_str().unwrap()])).unwrap()
+        else {
+            panic!("a file names its chain");
+        };
+        assert_eq!((spec.seconds_per_slot, spec.genesis_time), (6, 1700000000));
+        std::fs::write(&file, "{}").unwrap();
+        assert!(network(&args(&["--network", file.to_str().unwrap()])).is_err());
     }
 
     #[test]

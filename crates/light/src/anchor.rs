@@ -10,7 +10,8 @@ use alloy_primitives::B256;
 
 use crate::block::BlockSummary;
 use crate::error::LightError;
-use crate::store::{LightClientStore, check_lc_header, is_supermajority};
+use crate::participation::ParticipationPolicy;
+use crate::store::{LightClientStore, check_lc_header};
 use crate::types::{BeaconBlockHeader, LightClientHeader};
 use crate::{Anchor, Trust};
 
@@ -23,15 +24,6 @@ pub struct VerifiedHeader {
     pub root: B256,
     /// How it came to be trusted.
     pub trust: Trust,
-}
-
-/// The trust a signature with `participants` signers gives.
-pub fn trust_of(participants: usize) -> Trust {
-    if is_supermajority(participants) {
-        Trust::Supermajority
-    } else {
-        Trust::Signed
-    }
 }
 
 /// The anchor of a light-client header the store verified (its signature or finality);
@@ -51,9 +43,11 @@ pub fn anchor_from_lc_header(
 }
 
 /// Verifies that `child`'s sync aggregate signs `parent` (the committee of the child's slot's
-/// period, the fork version of `epoch(child slot - 1)`), and returns the parent as verified.
+/// period, the fork version of `epoch(child slot - 1)`) with the participation `policy`
+/// requires (checked before the signature), and returns the parent as verified.
 pub fn verify_signed_by_child(
     store: &LightClientStore,
+    policy: ParticipationPolicy,
     parent: &BlockSummary,
     child: &BlockSummary,
 ) -> Result<VerifiedHeader, LightError> {
@@ -73,11 +67,16 @@ pub fn verify_signed_by_child(
             ),
         });
     }
+    let trust = policy.check(
+        child.sync_aggregate.participants(),
+        store.safety_threshold(),
+        "child.sync_aggregate",
+    )?;
     store.verify_signature(parent.root, &child.sync_aggregate, child.header.slot)?;
     Ok(VerifiedHeader {
         header: parent.header,
         root: parent.root,
-        trust: trust_of(child.sync_aggregate.participants()),
+        trust,
     })
 }
 

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::Request;
 use hyper::StatusCode;
-use hyper::header::ACCEPT;
+use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::TokioExecutor;
@@ -89,13 +89,14 @@ impl HttpBeaconApi {
             .map_err(|e| api_error(path, e))
     }
 
-    /// One GET, its whole answer read within the timeout and the size cap.
+    /// One GET, its whole answer (and its media type, when named) read within the timeout
+    /// and the size cap.
     async fn get(
         &self,
         path: &str,
         accept: &'static str,
         max_bytes: usize,
-    ) -> Result<Vec<u8>, LightError> {
+    ) -> Result<(Vec<u8>, Option<String>), LightError> {
         let request = Request::get(self.uri(path)?)
             .header(ACCEPT, accept)
             .body(Empty::new())
@@ -107,6 +108,10 @@ impl HttpBeaconApi {
                 .await
                 .map_err(|e| api_error(path, error_chain(&e)))?;
             let status = response.status();
+            let media_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .map(|v| media_type(&String::from_utf8_lossy(v.as_bytes())));
             let body = Limited::new(response.into_body(), max_bytes)
                 .collect()
                 .await
@@ -118,7 +123,7 @@ impl HttpBeaconApi {
                 })?
                 .to_bytes();
             match status {
-                StatusCode::OK => Ok(body.to_vec()),
+                StatusCode::OK => Ok((body.to_vec(), media_type)),
                 StatusCode::NOT_FOUND => Err(LightError::NotFound {
                     path: path.to_string(),
                 }),
@@ -142,6 +147,12 @@ impl HttpBeaconApi {
     }
 }
 
+/// The media type of a `Content-Type` value: before any parameter, trimmed, lower case.
+fn media_type(content_type: &str) -> String {
+    let essence = content_type.split(';').next().unwrap_or_default();
+    essence.trim().to_ascii_lowercase()
+}
+
 /// An error and its sources, for a readable message.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut detail = e.to_string();
@@ -156,12 +167,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 impl BeaconApi for HttpBeaconApi {
     async fn get_json(&self, path: &str, max_bytes: usize) -> Result<Value, LightError> {
-        let body = self.get(path, "application/json", max_bytes).await?;
+        let (body, _) = self.get(path, "application/json", max_bytes).await?;
         serde_json::from_slice(&body).map_err(|e| api_error(path, format!("not JSON: {e}")))
     }
 
+    /// SSZ only when the node says `application/octet-stream` (or names no media type):
+    /// any other answer (JSON from a node that ignores `Accept`) is an error naming the
+    /// endpoint and the media type, never bytes decoded as SSZ.
     async fn get_ssz(&self, path: &str, max_bytes: usize) -> Result<Vec<u8>, LightError> {
-        self.get(path, "application/octet-stream", max_bytes).await
+        match self
+            .get(path, "application/octet-stream", max_bytes)
+            .await?
+        {
+            (body, None) => Ok(body),
+            (body, Some(media)) if media == "application/octet-stream" => Ok(body),
+            (_, Some(media)) => Err(api_error(
+                path,
+                format!(
+                    "answered {media} where SSZ (application/octet-stream) was asked: this beacon node does not serve SSZ here"
+                ),
+            )),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use alloy_primitives::B256;
 use crate::Anchor;
 use crate::api::BeaconApi;
 use crate::error::LightError;
+use crate::participation::ParticipationPolicy;
 use crate::persist;
 use crate::spec::ChainSpec;
 use crate::store::LightClientStore;
@@ -84,6 +85,8 @@ pub struct LightClient<A: BeaconApi> {
     sync_lock: tokio::sync::Mutex<()>,
     store_path: Option<PathBuf>,
     clock: fn() -> u64,
+    /// Which sync aggregates may anchor a block.
+    pub(crate) policy: ParticipationPolicy,
     pub(crate) anchors: Mutex<AnchorCache>,
 }
 
@@ -113,36 +116,72 @@ pub fn system_clock() -> u64 {
         .unwrap_or(0)
 }
 
+/// Which chain the light client follows, as the operator named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// Mainnet, unless the node serves the parameters of a chain that is not built in (a
+    /// devnet): then the node's, with a warning.
+    Default,
+    /// These parameters (a built-in network or a file's): the node's, when it serves them,
+    /// must agree.
+    Named(ChainSpec),
+    /// The node's parameters, with a warning (checked against a built-in chain's when the
+    /// genesis validators root is one's).
+    Node,
+}
+
+/// The chain's parameters for `network`. A built-in or given chain's own values are used,
+/// never the node's: the node's (`/eth/v1/config/spec`, `/eth/v1/beacon/genesis`) are only
+/// compared, when it serves them, and a difference is refused naming the field.
+pub async fn resolve_chain_spec(
+    api: &impl BeaconApi,
+    network: Network,
+) -> Result<ChainSpec, LightError> {
+    let node = node_chain_spec(api).await?;
+    let warn_untrusted = |spec: &ChainSpec| {
+        tracing::warn!(
+            genesis_validators_root = %spec.genesis_validators_root,
+            "the chain's parameters (genesis time, slot time, period length, forks) are the beacon node's, taken on trust: name the network with --network mainnet|sepolia|hoodi|FILE"
+        );
+    };
+    match (network, node) {
+        (Network::Named(ours), Some(node)) => ours.check_same(&node, "node").map(|()| ours),
+        (Network::Named(ours), None) => Ok(ours),
+        (Network::Default, None) => Ok(ChainSpec::mainnet()),
+        (Network::Default | Network::Node, Some(node)) => {
+            match ChainSpec::known(&node.genesis_validators_root) {
+                Some(known) => known.check_same(&node, "node").map(|()| known),
+                None => {
+                    warn_untrusted(&node);
+                    Ok(node)
+                }
+            }
+        }
+        (Network::Node, None) => Err(LightError::Config {
+            field: "the node's /eth/v1/config/spec and /eth/v1/beacon/genesis (not served)",
+        }),
+    }
+}
+
+/// The node's parameters; `None` when it does not serve its config or genesis.
+async fn node_chain_spec(api: &impl BeaconApi) -> Result<Option<ChainSpec>, LightError> {
+    let absent = |e: &LightError| matches!(e, LightError::NotFound { .. });
+    let config = match api.get_json("/eth/v1/config/spec", MAX_JSON_BYTES).await {
+        Err(e) if absent(&e) => return Ok(None),
+        other => other?,
+    };
+    let genesis = match api.get_json("/eth/v1/beacon/genesis", MAX_JSON_BYTES).await {
+        Err(e) if absent(&e) => return Ok(None),
+        other => other?,
+    };
+    ChainSpec::from_beacon_api(&config, &genesis).map(Some)
+}
+
 /// Reads the chain's parameters from the beacon node (`/eth/v1/config/spec`,
 /// `/eth/v1/beacon/genesis`); when the genesis validators root is a built-in chain's, the
-/// node's fork schedule must agree with it.
+/// node's must agree with it, and the built-in ones are used.
 pub async fn fetch_chain_spec(api: &impl BeaconApi) -> Result<ChainSpec, LightError> {
-    let config = api.get_json("/eth/v1/config/spec", MAX_JSON_BYTES).await?;
-    let genesis = api
-        .get_json("/eth/v1/beacon/genesis", MAX_JSON_BYTES)
-        .await?;
-    let spec = ChainSpec::from_beacon_api(&config, &genesis)?;
-    let Some(known) = ChainSpec::known(&spec.genesis_validators_root) else {
-        return Ok(spec);
-    };
-    // Every fork the built-in chain schedules must be the node's too; forks scheduled after
-    // these built-ins were written come from the node.
-    let disagrees = known
-        .forks
-        .iter()
-        .zip(&spec.forks)
-        .any(|(ours, theirs)| ours.1 != u64::MAX && ours != theirs);
-    if disagrees || known.genesis_time != spec.genesis_time {
-        return Err(LightError::FieldMismatch {
-            check: "chain_spec",
-            field: "fork schedule",
-            detail: format!("the node's differs from built-in {}", known.name),
-        });
-    }
-    Ok(ChainSpec {
-        name: known.name,
-        ..spec
-    })
+    resolve_chain_spec(api, Network::Node).await
 }
 
 /// The beacon node's finalized checkpoint root (trust on first use: the caller warns).
@@ -177,6 +216,7 @@ impl<A: BeaconApi> LightClient<A> {
             sync_lock: tokio::sync::Mutex::new(()),
             store_path: None,
             clock: system_clock,
+            policy: ParticipationPolicy::default(),
             anchors: Mutex::new(AnchorCache::default()),
         }
     }
@@ -206,6 +246,17 @@ impl<A: BeaconApi> LightClient<A> {
     pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// Anchors under `policy` instead of the default 2/3 of the committee.
+    pub fn with_participation(mut self, policy: ParticipationPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The participation rule anchors are held to.
+    pub fn participation(&self) -> ParticipationPolicy {
+        self.policy
     }
 
     /// The store, read under its lock (keep `f` short: syncs wait for it).

@@ -6,7 +6,7 @@
 //! execution answer against an anchor; it never trusts a block hash from anywhere else.
 //!
 //! Modules: `spec` (chain parameters), `types` and `block` (SSZ containers), `merkle`, `bls`
-//! (the committee's signature), `store` (the sync protocol), `persist` (the store on disk),
+//! (the committee's signature), `participation` (which aggregates may anchor), `store` (the sync protocol), `persist` (the store on disk),
 //! `anchor` (execution blocks from verified headers), `api` (the Beacon API), `client` (the
 //! facade that ties them together).
 //!
@@ -34,6 +34,7 @@ pub mod bls;
 pub mod client;
 pub mod error;
 pub mod merkle;
+pub mod participation;
 pub mod persist;
 pub mod resolve;
 pub mod spec;
@@ -44,6 +45,7 @@ use alloy_primitives::B256;
 pub use api::{BeaconApi, HttpBeaconApi, RecordedBeaconApi};
 pub use client::LightClient;
 pub use error::LightError;
+pub use participation::ParticipationPolicy;
 pub use spec::ChainSpec;
 
 /// An execution block proven from a verified beacon header: its number and hash came out of
@@ -69,8 +71,8 @@ pub enum Trust {
     Finalized,
     /// Signed by at least 2/3 of the sync committee (an attested header or a child's aggregate).
     Supermajority,
-    /// Signed by the sync committee with less than 2/3 participation (still above the
-    /// minimum of one participant).
+    /// Signed by the sync committee with less than 2/3 participation, admitted only by a
+    /// lowered [`ParticipationPolicy`].
     Signed,
 }
 

@@ -44,6 +44,51 @@ struct StoreFile {
     current_keys: Option<String>,
     #[serde(default)]
     next_keys: Option<String>,
+    /// The chain's parameters the store was verified under, pinned so that a later start with
+    /// other ones is refused (absent in older files: only the genesis root is compared).
+    #[serde(default)]
+    chain: Option<SavedChain>,
+}
+
+/// The chain parameters pinned in the file (the genesis validators root is the file's own).
+#[derive(Serialize, Deserialize)]
+struct SavedChain {
+    genesis_time: u64,
+    seconds_per_slot: u64,
+    slots_per_epoch: u64,
+    epochs_per_period: u64,
+    genesis_fork_version: B32,
+    /// `(fork version, activation epoch)`, Altair on.
+    forks: Vec<(B32, u64)>,
+}
+
+type B32 = alloy_primitives::FixedBytes<4>;
+
+impl SavedChain {
+    fn of(spec: &ChainSpec) -> SavedChain {
+        SavedChain {
+            genesis_time: spec.genesis_time,
+            seconds_per_slot: spec.seconds_per_slot,
+            slots_per_epoch: spec.slots_per_epoch,
+            epochs_per_period: spec.epochs_per_period,
+            genesis_fork_version: spec.genesis_fork_version.into(),
+            forks: spec.forks.iter().map(|(v, e)| ((*v).into(), *e)).collect(),
+        }
+    }
+
+    /// The saved parameters as a chain (with `spec`'s root, which the file matched).
+    fn to_spec(&self, spec: &ChainSpec) -> ChainSpec {
+        ChainSpec {
+            name: "the saved store".into(),
+            genesis_validators_root: spec.genesis_validators_root,
+            genesis_time: self.genesis_time,
+            seconds_per_slot: self.seconds_per_slot,
+            slots_per_epoch: self.slots_per_epoch,
+            epochs_per_period: self.epochs_per_period,
+            genesis_fork_version: self.genesis_fork_version.0,
+            forks: self.forks.iter().map(|(v, e)| (v.0, *e)).collect(),
+        }
+    }
 }
 
 fn persist_error(path: &Path, detail: impl std::fmt::Display) -> LightError {
@@ -82,6 +127,7 @@ pub fn save(store: &LightClientStore, path: &Path) -> Result<(), LightError> {
         current_max_active_participants: store.current_max_active_participants,
         current_keys: Some(const_hex::encode_prefixed(current_keys)),
         next_keys: next_keys.map(const_hex::encode_prefixed),
+        chain: Some(SavedChain::of(&store.spec)),
     };
     let text = serde_json::to_vec_pretty(&file).map_err(|e| persist_error(path, e))?;
     let tmp = path.with_extension("tmp");
@@ -131,6 +177,12 @@ pub fn load(spec: &ChainSpec, path: &Path) -> Result<Option<LightClientStore>, L
                 file.genesis_validators_root, spec.genesis_validators_root
             ),
         ));
+    }
+    if let Some(saved) = &file.chain {
+        saved
+            .to_spec(spec)
+            .check_same(spec, "this start")
+            .map_err(|e| persist_error(path, format!("saved under other chain parameters: {e}")))?;
     }
     let next = match &file.next_sync_committee {
         Some(text) => Some(from_hex::<SyncCommittee>(

@@ -2,8 +2,11 @@
 //! signed parent, numbers by slot arithmetic and the child's (or a parent chain's) signature,
 //! hashes from what is already verified or through a number.
 //!
-//! `Latest` is the newest signed block: the head's parent (signed by the head's sync
-//! aggregate) or the store's optimistic header, whichever is newer. `Safe` is the newest block
+//! Every signed header used here must pass the client's [`crate::ParticipationPolicy`]
+//! (2/3 of the committee by default). `Latest` is the newest such block: the head's parent
+//! (signed by the head's sync aggregate) or the store's optimistic header, whichever is newer.
+//! A number newer than both is anchored by its own child's aggregate. Children from the
+//! future (beyond the clock disparity) are refused. `Safe` is the newest block
 //! signed by at least 2/3 of the committee (sync-committee supermajority, not Casper
 //! justification). `Finalized` is the store's finalized header.
 //!
@@ -12,16 +15,17 @@
 use alloy_primitives::B256;
 
 use crate::anchor::{
-    VerifiedHeader, anchor_block, anchor_from_lc_header, trust_of, verify_parent,
-    verify_signed_by_child,
+    VerifiedHeader, anchor_block, anchor_from_lc_header, verify_parent, verify_signed_by_child,
 };
 use crate::api::BeaconApi;
 use crate::block::{AnyBlock, BlockSummary};
 use crate::client::{
-    LightClient, MAX_BLOCK_BYTES, MAX_CHILD_SEARCH_SLOTS, MAX_NUMBER_SEARCH_STEPS, MAX_PARENT_CHAIN,
+    CLOCK_DISPARITY_SLOTS, LightClient, MAX_BLOCK_BYTES, MAX_CHILD_SEARCH_SLOTS,
+    MAX_NUMBER_SEARCH_STEPS, MAX_PARENT_CHAIN,
 };
 use crate::error::LightError;
-use crate::store::TrustedHeader;
+use crate::store::{LightClientStore, TrustedHeader};
+use crate::types::BeaconBlockHeader;
 use crate::{Anchor, BlockRef, Trust};
 
 impl<A: BeaconApi> LightClient<A> {
@@ -87,29 +91,11 @@ impl<A: BeaconApi> LightClient<A> {
         Ok(anchor)
     }
 
-    /// An anchor the store's headers or the cache already hold, matching `wanted`.
+    /// An anchor the store's headers (those the participation rule admits) or the cache
+    /// already hold, matching `wanted`.
     fn known_anchor(&self, wanted: impl Fn(&Anchor) -> bool) -> Option<Anchor> {
         let store = self.read_store();
-        let headers = [
-            (&store.finalized_header, Trust::Finalized),
-            (
-                &store.safe.header,
-                if store.safe.header == store.finalized_header {
-                    Trust::Finalized
-                } else {
-                    Trust::Supermajority
-                },
-            ),
-            (
-                &store.optimistic.header,
-                trust_of(store.optimistic.participants),
-            ),
-        ];
-        if let Some(anchor) = headers
-            .into_iter()
-            .filter_map(|(h, t)| anchor_from_lc_header(h, t).ok())
-            .find(&wanted)
-        {
+        if let Some(anchor) = self.stored_anchors(&store, false).find(&wanted) {
             return Some(anchor);
         }
         let cache = self.anchors.lock().ok()?;
@@ -153,26 +139,80 @@ impl<A: BeaconApi> LightClient<A> {
                     head.header.parent_root
                 ),
             })?;
-        let verified = verify_signed_by_child(&self.read_store(), &parent, &head)?;
+        let verified = self.verify_by_child(&parent, &head)?;
         Ok((verified, parent))
     }
 
-    /// The store's newest signed header (with `supermajority`, the newest signed by 2/3).
+    /// `parent` verified by `child`'s aggregate under the participation rule; a child from
+    /// the future (beyond the clock disparity) is refused first.
+    fn verify_by_child(
+        &self,
+        parent: &BlockSummary,
+        child: &BlockSummary,
+    ) -> Result<VerifiedHeader, LightError> {
+        self.check_not_future(&child.header)?;
+        verify_signed_by_child(&self.read_store(), self.policy, parent, child)
+    }
+
+    /// Refuses a header whose slot is ahead of the wall clock by more than
+    /// [`CLOCK_DISPARITY_SLOTS`]: no honest committee has signed it yet.
+    fn check_not_future(&self, header: &BeaconBlockHeader) -> Result<(), LightError> {
+        let newest = self.current_slot().saturating_add(CLOCK_DISPARITY_SLOTS);
+        if header.slot > newest {
+            return Err(LightError::SlotOrder {
+                detail: format!(
+                    "block at slot {} is ahead of the wall clock (slot {}, {CLOCK_DISPARITY_SLOTS} slot of disparity allowed)",
+                    header.slot,
+                    self.current_slot()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The trust a header the store holds gives under the participation rule; `None` when
+    /// its aggregate had too few signers to anchor (the finalized header always anchors).
+    fn stored_trust(&self, store: &LightClientStore, trusted: &TrustedHeader) -> Option<Trust> {
+        if trusted.header == store.finalized_header {
+            return Some(Trust::Finalized);
+        }
+        let threshold = store.safety_threshold();
+        self.policy
+            .check(trusted.participants, threshold, "store header aggregate")
+            .ok()
+    }
+
+    /// The store's headers that may anchor (with `supermajority`, only those signed by 2/3):
+    /// the finalized header, then the supermajority and optimistic headers the rule admits.
+    fn stored_anchors<'s>(
+        &self,
+        store: &'s LightClientStore,
+        supermajority: bool,
+    ) -> impl Iterator<Item = Anchor> + 's {
+        let signed = [&store.safe, &store.optimistic].map(|t| (t, self.stored_trust(store, t)));
+        let admitted = signed
+            .into_iter()
+            .filter_map(move |(trusted, trust)| match trust {
+                Some(Trust::Signed) if supermajority => None,
+                Some(trust) => Some((&trusted.header, trust)),
+                None => None,
+            });
+        std::iter::once((&store.finalized_header, Trust::Finalized))
+            .chain(admitted)
+            .filter_map(|(header, trust)| anchor_from_lc_header(header, trust).ok())
+    }
+
+    /// The store's newest header that may anchor (with `supermajority`, signed by 2/3).
     fn stored_newest(&self, supermajority: bool) -> Result<Anchor, LightError> {
         let store = self.read_store();
-        let trusted: &TrustedHeader = if supermajority {
-            &store.safe
-        } else {
-            &store.optimistic
-        };
-        let trust = if trusted.header == store.finalized_header {
-            Trust::Finalized
-        } else if supermajority {
-            Trust::Supermajority
-        } else {
-            trust_of(trusted.participants)
-        };
-        anchor_from_lc_header(&trusted.header, trust)
+        let newest = self
+            .stored_anchors(&store, supermajority)
+            .max_by_key(|a| a.slot);
+        match newest {
+            Some(anchor) => Ok(anchor),
+            // The finalized header's branch does not verify: say so.
+            None => anchor_from_lc_header(&store.finalized_header, Trust::Finalized),
+        }
     }
 
     /// The newest signed block (with `supermajority`, the newest signed by 2/3): the head's
@@ -219,15 +259,11 @@ impl<A: BeaconApi> LightClient<A> {
             return Ok(anchor);
         }
         let newest = self.newest_signed(false).await?;
-        if number > newest.number {
-            return Err(LightError::NotConnected {
-                detail: format!(
-                    "block {number} is newer than the newest signed block {}",
-                    newest.number
-                ),
-            });
-        }
         let block = self.find_by_number(number, newest).await?;
+        if number > newest.number {
+            // Newer than every signed header: only its own child's aggregate can sign it.
+            return anchor_block(&self.signed_by_child(&block).await?, &block);
+        }
         let (period, known) = match self.signed_by_child(&block).await {
             Ok(verified) => return anchor_block(&verified, &block),
             Err(LightError::UnknownCommittee { period, known }) => (period, known),
@@ -245,36 +281,52 @@ impl<A: BeaconApi> LightClient<A> {
             })
     }
 
-    /// The canonical beacon block whose payload is execution block `number` (not yet trusted:
-    /// the caller verifies it).
+    /// The canonical beacon block whose payload is execution block `number`, searched from
+    /// the newest signed block `newest` backwards or (a newer block) forwards up to the wall
+    /// clock's slot. Not yet trusted: the caller verifies it.
     async fn find_by_number(
         &self,
         number: u64,
         newest: Anchor,
     ) -> Result<BlockSummary, LightError> {
-        // Each non-missed slot adds one execution block, so the slot `newest.number - number`
-        // slots back holds a number of at least `number`; step back by the excess until it
-        // matches (a missed slot: one more back).
-        let mut slot = newest.slot.saturating_sub(newest.number - number);
+        // Each non-missed slot adds one execution block, so `newest.number.abs_diff(number)`
+        // slots away from `newest` holds a number no closer to `newest`'s than `number` is;
+        // step on by the difference until it matches (a missed slot: one more step).
+        let forward = number > newest.number;
+        let step = |slot: u64, by: u64| {
+            if forward {
+                slot.saturating_add(by)
+            } else {
+                slot.saturating_sub(by)
+            }
+        };
+        let last = self.current_slot().saturating_add(CLOCK_DISPARITY_SLOTS);
+        let mut slot = step(newest.slot, newest.number.abs_diff(number));
         for _ in 0..MAX_NUMBER_SEARCH_STEPS {
+            if slot > last {
+                break;
+            }
             match self.fetch_block(&slot.to_string()).await? {
-                None => slot = slot.saturating_sub(1),
+                None => slot = step(slot, 1),
                 Some(block) if block.execution_number == number => return Ok(block),
-                Some(block) if block.execution_number > number => {
-                    slot = slot.saturating_sub(block.execution_number - number)
+                Some(block) if (block.execution_number < number) == forward => {
+                    slot = step(slot, block.execution_number.abs_diff(number))
                 }
                 Some(block) => {
                     return Err(LightError::NotConnected {
                         detail: format!(
-                            "slot {slot} holds block {} below {number}: the node's chain does not match the signed head",
-                            block.execution_number
+                            "slot {slot} holds block {}, past {number} from the newest anchored block {}: the node's chain does not match the signed head",
+                            block.execution_number, newest.number
                         ),
                     });
                 }
             }
         }
         Err(LightError::NotConnected {
-            detail: format!("block {number} not found within {MAX_NUMBER_SEARCH_STEPS} lookups"),
+            detail: format!(
+                "no verified beacon header anchors block {number}: the newest anchored block is {}, and block {number} was not found within {MAX_NUMBER_SEARCH_STEPS} lookups up to the wall clock's slot {last}",
+                newest.number
+            ),
         })
     }
 
@@ -283,7 +335,7 @@ impl<A: BeaconApi> LightClient<A> {
         let first = block.header.slot.saturating_add(1);
         for slot in first..=block.header.slot.saturating_add(MAX_CHILD_SEARCH_SLOTS) {
             if let Some(child) = self.fetch_block(&slot.to_string()).await? {
-                return verify_signed_by_child(&self.read_store(), block, &child);
+                return self.verify_by_child(block, &child);
             }
         }
         Err(LightError::NotConnected {

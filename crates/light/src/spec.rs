@@ -218,6 +218,60 @@ impl ChainSpec {
         })
     }
 
+    /// Refuses `other` (the node's parameters, or a saved store's; `source` names it) where it
+    /// differs from these, naming the first field that does: genesis, slot timing, period
+    /// length, and every fork these schedule (a fork scheduled only by `other` is not
+    /// compared: it came after these parameters were written).
+    pub fn check_same(&self, other: &ChainSpec, source: &str) -> Result<(), LightError> {
+        let hex4 = |v: [u8; 4]| const_hex::encode_prefixed(v);
+        let number = |field, ours: u64, theirs: u64| (field, ours.to_string(), theirs.to_string());
+        let (ours, theirs) = (self, other);
+        let mut fields = vec![
+            (
+                "genesis_validators_root",
+                ours.genesis_validators_root.to_string(),
+                theirs.genesis_validators_root.to_string(),
+            ),
+            number("genesis_time", ours.genesis_time, theirs.genesis_time),
+            number(
+                "SECONDS_PER_SLOT",
+                ours.seconds_per_slot,
+                theirs.seconds_per_slot,
+            ),
+            number(
+                "SLOTS_PER_EPOCH",
+                ours.slots_per_epoch,
+                theirs.slots_per_epoch,
+            ),
+            number(
+                "EPOCHS_PER_SYNC_COMMITTEE_PERIOD",
+                ours.epochs_per_period,
+                theirs.epochs_per_period,
+            ),
+            (
+                "GENESIS_FORK_VERSION",
+                hex4(ours.genesis_fork_version),
+                hex4(theirs.genesis_fork_version),
+            ),
+        ];
+        for (i, ((version, epoch), theirs)) in self.forks.iter().zip(&other.forks).enumerate() {
+            if *epoch == UNSCHEDULED {
+                continue;
+            }
+            let (version_key, epoch_key) = FORK_KEYS[i];
+            fields.push((version_key, hex4(*version), hex4(theirs.0)));
+            fields.push((epoch_key, epoch.to_string(), theirs.1.to_string()));
+        }
+        match fields.into_iter().find(|(_, ours, theirs)| ours != theirs) {
+            None => Ok(()),
+            Some((field, ours, theirs)) => Err(LightError::FieldMismatch {
+                check: "chain_spec",
+                field,
+                detail: format!("({source} says {theirs}, {} is {ours})", self.name),
+            }),
+        }
+    }
+
     /// Epoch of a slot.
     pub fn epoch(&self, slot: u64) -> u64 {
         slot / self.slots_per_epoch

@@ -16,6 +16,9 @@ use crate::merkle::is_valid_merkle_branch;
 use crate::spec::{ChainSpec, LcFork, SYNC_COMMITTEE_SIZE, signing_root};
 use crate::types::{Bootstrap, LightClientHeader, SyncAggregate, SyncCommittee, Update};
 
+/// The supermajority test, defined with the participation rule (kept here for its callers).
+pub use crate::participation::is_supermajority;
+
 /// Body gindex of `execution_payload` (the same in Deneb and Electra).
 pub const EXECUTION_PAYLOAD_GINDEX: u64 = 25;
 
@@ -60,11 +63,6 @@ pub struct UpdateOutcome {
     pub optimistic_advanced: bool,
     /// The supermajority header moved forward.
     pub safe_advanced: bool,
-}
-
-/// `participants * 3 >= 512 * 2`: the supermajority the specs require to finalize.
-pub fn is_supermajority(participants: usize) -> bool {
-    participants * 3 >= SYNC_COMMITTEE_SIZE * 2
 }
 
 fn lc_fork(spec: &ChainSpec, slot: u64, what: &'static str) -> Result<LcFork, LightError> {

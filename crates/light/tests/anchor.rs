@@ -4,6 +4,7 @@
 mod common;
 
 use alloy_primitives::B256;
+use sszgate_light::ParticipationPolicy;
 use sszgate_light::anchor::{
     anchor_block, anchor_from_lc_header, verify_parent, verify_signed_by_child,
 };
@@ -59,7 +60,8 @@ fn eth_block_number_electra_anchors_the_expected_number() {
         case,
         "eth_v2_beacon_blocks_0x6e2ab0816426801b78fcd5846b94fd5ad7ca24b21edf93b9bc8238ba0604817a.ssz",
     );
-    let verified = verify_signed_by_child(&store, &parent, &head).unwrap();
+    let verified =
+        verify_signed_by_child(&store, ParticipationPolicy::default(), &parent, &head).unwrap();
     let anchor = anchor_block(&verified, &parent).unwrap();
     assert_eq!(anchor.number, 0x1566aae);
     assert_eq!(anchor.slot, 11658782);
@@ -106,8 +108,9 @@ fn child_signed_blocks_anchor_the_recorded_hashes() {
         .unwrap();
         let parent = parent_block.summary();
         let child = block(case, &format!("eth_v2_beacon_blocks_{child}.ssz"));
-        let verified = verify_signed_by_child(&store, &parent, &child)
-            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let verified =
+            verify_signed_by_child(&store, ParticipationPolicy::default(), &parent, &child)
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
         let anchor = anchor_block(&verified, &parent).unwrap();
         assert_eq!(anchor.number, number, "{case}");
         assert_eq!(anchor.hash, b256(hash), "{case}");
@@ -140,13 +143,20 @@ fn parents_chain_back_from_a_signed_block() {
         "precompile_sha256",
         "eth_v2_beacon_blocks_0x4226f44bac86ba4354c0c2d3c4c1d65f59380789c97118f4283777e3f92f0264.ssz",
     );
-    let verified = verify_signed_by_child(&store, &signed, &head).unwrap();
+    let verified =
+        verify_signed_by_child(&store, ParticipationPolicy::default(), &signed, &head).unwrap();
     let verified_parent = verify_parent(&verified, &parent).unwrap();
     let verified_grandparent = verify_parent(&verified_parent, &grandparent).unwrap();
     let chained = anchor_block(&verified_grandparent, &grandparent).unwrap();
     assert_eq!((chained.slot, chained.number), (12890484, 23663964));
     let direct = anchor_block(
-        &verify_signed_by_child(&store, &grandparent, &parent).unwrap(),
+        &verify_signed_by_child(
+            &store,
+            ParticipationPolicy::default(),
+            &grandparent,
+            &parent,
+        )
+        .unwrap(),
         &grandparent,
     )
     .unwrap();

@@ -5,6 +5,7 @@
 mod common;
 
 use alloy_primitives::B256;
+use sszgate_light::ParticipationPolicy;
 use sszgate_light::anchor::verify_signed_by_child;
 use sszgate_light::block::AnyBlock;
 use sszgate_light::client::fetch_finalized_checkpoint;
@@ -114,7 +115,7 @@ async fn forty_six_periods_in_one_sync() {
     .unwrap()
     .summary();
     let err = client
-        .with_store(|s| verify_signed_by_child(s, &old, &old_child))
+        .with_store(|s| verify_signed_by_child(s, ParticipationPolicy::default(), &old, &old_child))
         .unwrap_err();
     assert!(
         matches!(err, LightError::UnknownCommittee { period: 1347, .. }),

@@ -27,8 +27,9 @@ async fn serve(dir: PathBuf) -> String {
     url
 }
 
-/// One request per connection: the recorded file, a 404, a 2 MiB body (`/big`) or nothing
-/// at all (`/silent`).
+/// One request per connection: the recorded file with its media type, a 404, a 2 MiB body
+/// (`/big`), nothing at all (`/silent`), or under `/json-only` the recorded JSON whatever
+/// was asked (a node that ignores `Accept`).
 async fn answer(mut socket: TcpStream, dir: PathBuf) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
@@ -40,9 +41,14 @@ async fn answer(mut socket: TcpStream, dir: PathBuf) {
     }
     let text = String::from_utf8_lossy(&head).to_string();
     let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let ssz = text
-        .to_ascii_lowercase()
-        .contains("accept: application/octet-stream");
+    let (path, json_only) = match path.strip_prefix("/json-only") {
+        Some(rest) => (rest.to_string(), true),
+        None => (path, false),
+    };
+    let ssz = !json_only
+        && text
+            .to_ascii_lowercase()
+            .contains("accept: application/octet-stream");
     if path == "/silent" {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         return;
@@ -58,7 +64,12 @@ async fn answer(mut socket: TcpStream, dir: PathBuf) {
         None => ("404 Not Found", b"{\"code\":404}".to_vec()),
     };
     let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        if ssz {
+            "application/octet-stream"
+        } else {
+            "application/json; charset=utf-8"
+        },
         body.len()
     );
     let _ = socket.write_all(head.as_bytes()).await;
@@ -101,4 +112,20 @@ async fn http_errors_are_typed() {
         "{err}"
     );
     assert!(HttpBeaconApi::new("https://example.org", Duration::from_secs(1)).is_err());
+}
+
+/// A node that answers JSON where SSZ was asked: an error naming the endpoint and the media
+/// type, not JSON bytes decoded as SSZ.
+#[tokio::test]
+async fn json_where_ssz_was_asked_is_refused_naming_the_media_type() {
+    let url = serve(common::data_dir().join("eth_blockNumber_electra")).await;
+    let api = HttpBeaconApi::new(&url, Duration::from_secs(30)).unwrap();
+    let path = "/json-only/eth/v1/beacon/states/head/finality_checkpoints";
+    let err = api.get_ssz(path, 1 << 20).await.unwrap_err();
+    assert!(
+        matches!(&err, LightError::Api { path: p, detail } if p == path && detail.contains("application/json")),
+        "{err}"
+    );
+    // The same answer asked as JSON is read.
+    assert!(api.get_json(path, 1 << 20).await.is_ok());
 }

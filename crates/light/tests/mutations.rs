@@ -6,6 +6,7 @@ mod common;
 
 use alloy_primitives::B256;
 use sszgate_light::LightError;
+use sszgate_light::ParticipationPolicy;
 use sszgate_light::anchor::verify_signed_by_child;
 use sszgate_light::block::{AnyBlock, BlockSummary};
 use sszgate_light::spec::ChainSpec;
@@ -322,7 +323,7 @@ fn blocks() -> (LightClientStore, BlockSummary, BlockSummary) {
     )
     .unwrap()
     .summary();
-    verify_signed_by_child(&store, &parent, &head).unwrap();
+    verify_signed_by_child(&store, ParticipationPolicy::default(), &parent, &head).unwrap();
     (store, parent, head)
 }
 
@@ -332,7 +333,8 @@ fn child_signature_mutations_are_refused() {
     let mut child = head.clone();
     child.sync_aggregate.sync_committee_signature.0[95] ^= 0x80;
     assert!(matches!(
-        verify_signed_by_child(&store, &parent, &child).unwrap_err(),
+        verify_signed_by_child(&store, ParticipationPolicy::default(), &parent, &child)
+            .unwrap_err(),
         LightError::Signature { .. }
     ));
     let mut child = head.clone();
@@ -345,7 +347,8 @@ fn child_signature_mutations_are_refused() {
         )
         .unwrap();
     assert!(matches!(
-        verify_signed_by_child(&store, &parent, &child).unwrap_err(),
+        verify_signed_by_child(&store, ParticipationPolicy::default(), &parent, &child)
+            .unwrap_err(),
         LightError::Signature { .. }
     ));
     // A changed header field changes the block root, and so the message the committee signed.
@@ -355,7 +358,8 @@ fn child_signature_mutations_are_refused() {
     let mut child = head;
     child.header.parent_root = forged.root;
     assert!(matches!(
-        verify_signed_by_child(&store, &forged, &child).unwrap_err(),
+        verify_signed_by_child(&store, ParticipationPolicy::default(), &forged, &child)
+            .unwrap_err(),
         LightError::Signature { .. }
     ));
 }
@@ -365,7 +369,8 @@ fn child_of_another_block_is_refused() {
     let (store, parent, head) = blocks();
     let mut other = parent;
     other.root = B256::repeat_byte(9);
-    let err = verify_signed_by_child(&store, &other, &head).unwrap_err();
+    let err =
+        verify_signed_by_child(&store, ParticipationPolicy::default(), &other, &head).unwrap_err();
     assert!(
         matches!(
             err,

@@ -4,6 +4,7 @@
 mod common;
 
 use sszgate_light::LightError;
+use sszgate_light::ParticipationPolicy;
 use sszgate_light::anchor::{anchor_block, verify_signed_by_child};
 use sszgate_light::block::AnyBlock;
 use sszgate_light::persist::{load, save};
@@ -63,7 +64,7 @@ fn store_round_trip_resumes_without_resync() {
     .unwrap()
     .summary();
     let anchor = anchor_block(
-        &verify_signed_by_child(&loaded, &parent, &head).unwrap(),
+        &verify_signed_by_child(&loaded, ParticipationPolicy::default(), &parent, &head).unwrap(),
         &parent,
     )
     .unwrap();

@@ -18,10 +18,11 @@ use sha2::{Digest, Sha256};
 use ssz::{Decode, Encode};
 use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
+use sszgate_light::ParticipationPolicy;
 use sszgate_light::bls::CommitteeKeys;
 use sszgate_light::merkle::is_valid_merkle_branch;
 use sszgate_light::spec::{ChainSpec, LcFork, signing_root};
-use sszgate_light::store::{LightClientStore, check_lc_header, is_supermajority};
+use sszgate_light::store::{LightClientStore, check_lc_header};
 use sszgate_light::types::{
     BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee,
 };
@@ -210,10 +211,14 @@ impl TrustedState {
         signature_slot: u64,
         what: &str,
     ) -> Result<(), ProofError> {
-        let participants = aggregate.participants();
-        ensure(is_supermajority(participants), Check::Participation, || {
-            format!("{what}: {participants} of 512 signed, at least 342 required")
-        })?;
+        // The light client's one participation rule, at its default (2/3); a verifier holding
+        // keys but no store has no safety threshold of its own.
+        ParticipationPolicy::SUPERMAJORITY
+            .check(aggregate.participants(), 0, "sync_aggregate")
+            .map_err(|e| ProofError::Check {
+                check: Check::Participation,
+                detail: format!("{what}: {e}"),
+            })?;
         let period = self.spec.period(signature_slot);
         let Some((_, keys)) = self.committees.get(&period) else {
             return fail(
