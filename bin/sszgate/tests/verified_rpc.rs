@@ -398,7 +398,7 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     let _turn = ONE_CHAIN.lock().unwrap_or_else(|e| e.into_inner());
     let geth_auth = free_port();
     let chain = Chain::up_fulu(&tools, geth_auth, &format!("http://127.0.0.1:{geth_auth}"));
-    chain.wait_for_slot(10, Duration::from_secs(120));
+    chain.wait_for_slot(10, Duration::from_secs(150));
     let beacon = chain.up["beacon_rest"].as_str().unwrap().to_string();
     let geth = chain.up["geth_http"].as_str().unwrap().to_string();
     // The trusted start: a block root this test read itself (the head's: on this chain the
@@ -434,7 +434,7 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     );
     assert!(ahead["error"]["code"].as_i64().is_some(), "{ahead}");
 
-    light_client_metrics_are_served(&url, head, chain.head());
+    differences.extend(light_client_metrics_are_served(&url, head, chain.head()));
 
     let el = TamperRelay::start(&geth);
     let cl = TamperRelay::start(&beacon);
@@ -797,26 +797,24 @@ fn metric(url: &str, name: &str) -> Option<f64> {
 /// The light client's standing is in the metrics: its optimistic header at or past the
 /// block `head` came from, a few slots behind the beacon node's head (`beacon_head`; the
 /// clock may be further ahead when the loaded devnet misses slots), and the verified
-/// requests counted.
-fn light_client_metrics_are_served(url: &str, head: u64, beacon_head: u64) {
+/// requests counted. A light client left behind is reported with the other differences.
+fn light_client_metrics_are_served(url: &str, head: u64, beacon_head: u64) -> Option<String> {
     let optimistic = metric(url, "sszgate_rpc_light_slot{header=\"optimistic\"}").unwrap();
     let current = metric(url, "sszgate_rpc_light_slot{header=\"current\"}").unwrap();
     let lag = metric(url, "sszgate_rpc_light_lag_slots").unwrap();
-    // Slots 1-4 of up.sh's chain are empty: block n is at slot n + 4.
-    assert!(
-        optimistic >= head as f64,
-        "optimistic slot {optimistic}, block {head}"
-    );
     assert_eq!(lag, current - optimistic);
-    assert!(
-        beacon_head as f64 - optimistic < 10.0,
-        "the light client's optimistic slot {optimistic}, the beacon node's head {beacon_head}"
-    );
     let verified = metric(
         url,
         "sszgate_rpc_requests_total{method=\"eth_getBalance\",outcome=\"verified\"}",
     );
     assert!(verified >= Some(2.0), "{verified:?}");
+    // The optimistic header keeps up with the chain: at or past the slot of the verified
+    // block `head` (a block's slot is at least its number), near the beacon node's head.
+    (optimistic < head as f64 || beacon_head as f64 - optimistic >= 10.0).then(|| {
+        format!(
+            "the light client's optimistic slot {optimistic}: block {head} is verified, the beacon node's head is at slot {beacon_head}"
+        )
+    })
 }
 
 /// A JSON value's quantity plus one, as a quantity.

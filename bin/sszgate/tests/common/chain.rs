@@ -120,9 +120,16 @@ impl Chain {
 
     /// A Fulu/Osaka chain of the v1.38 kit as the verified-RPC tests need it: the mainnet
     /// preset (512-member sync committees, as a light client expects) and a BPO1 fork at
-    /// genesis (48 target, 72 most blobs a block, update fraction 5007716).
+    /// genesis (48 target, 72 most blobs a block, update fraction 5007716). Genesis is 30 s
+    /// after Lodestar starts: a node that is still starting at genesis on a loaded machine
+    /// misses its first slots, counts itself as syncing and, with no peer, never proposes.
     pub(crate) fn up_fulu(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
-        let knobs = [("PRESET", "mainnet"), ("FORK", "fulu"), ("BPO1", "1")];
+        let knobs = [
+            ("PRESET", "mainnet"),
+            ("FORK", "fulu"),
+            ("BPO1", "1"),
+            ("GENESIS_DELAY", "30"),
+        ];
         Chain::start(Kit::Fulu, tools, geth_auth, cl_engine, &knobs)
     }
 
