@@ -1,14 +1,18 @@
-//! `sszgate rpc` on a live chain: Lodestar v1.22 (mainnet preset, 512-member sync committees;
-//! Deneb, as v1.22's Electra blocks hash their execution requests with a pre-release list
-//! limit, so their roots cannot be recomputed to the final spec) and geth, transactions this test sends (a transfer, a contract that stores and logs a word,
-//! a call of it), every answer of the verified endpoint equal to geth's own; then lying
+//! `sszgate rpc` on a live chain as mainnet runs today: Lodestar v1.38 on Fulu (mainnet preset,
+//! 512-member sync committees) and geth on Osaka with a BPO1 blob schedule (48/72 blobs,
+//! update fraction 5007716), transactions this test sends (a transfer, a contract that stores
+//! and logs a word, a call of it, an EIP-7702 delegation to that contract, blob transactions
+//! enough to raise the blob base fee), every answer of the verified endpoint equal to geth's
+//! own, `eth_call`/`eth_estimateGas` without `gas` included; then lying
 //! relays between `sszgate rpc` and geth and between it and Lodestar: every lie is caught
 //! with the check named, and the endpoint keeps serving. Then the proof mode: `sszgate rpc
 //! --serve-proofs` next to the nodes, `sszgate rpc --prover` verifying its proofs from a
 //! checkpoint (the first proof carries the bootstrap) to the same answers as geth's, and the
 //! same prover fed lies by the relays: each proof it builds from them is refused.
 //!
-//! Needs geth and a Lodestar build, as `lodestar.rs` does.
+//! Needs geth and the Lodestar v1.38 build of `../shared/tools/lodestar-fulu/`
+//! (`$SSZGATE_LODESTAR_FULU`). Answers that differ from geth's are gathered and reported
+//! together at the end, so that one wrong method does not hide the rest of the run.
 
 mod common;
 
@@ -18,12 +22,16 @@ use std::{
     time::{Duration, Instant},
 };
 
+use alloy_consensus::{SignableTransaction, TxEip7702};
+use alloy_eips::{eip2718::Encodable2718, eip7702::Authorization};
 use alloy_primitives::{Address, Bytes, U256};
-use common::chain::{Chain, ONE_CHAIN, eth, tools};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use common::chain::{Chain, ONE_CHAIN, eth, fulu_tools};
 use common::tamper::{Lie, TamperRelay};
 use common::{KillOnDrop, free_port};
 use serde_json::{Value, json};
-use sszgate_drive::load::{Call, Senders};
+use sszgate_drive::load::{Call, DEV_KEYS, EthRpc, Load, LoadShape, Senders};
 
 /// The chain id of `up.sh`'s chain.
 const CHAIN_ID: u64 = 1337;
@@ -35,6 +43,13 @@ const CONTRACT: &str = "6022600c60003960226000f3\
                         0a1005b60005460005260206000f3";
 /// Where the transfer goes: an account nothing else touches.
 const RECIPIENT: &str = "0x00000000000000000000000000000000005eed01";
+/// The third key of the public test mnemonic, unfunded: the account that delegates to the
+/// contract by an EIP-7702 authorization carried in a transaction of the funded sender.
+const AUTHORITY_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+/// Blob transactions each dev account sends at once (geth's blob pool holds 16 an account):
+/// 192 blobs, more than two full BPO1 blocks of 72, so that the excess blob gas climbs.
+const BLOB_TXS_PER_ACCOUNT: usize = 16;
+const GWEI: u128 = 1_000_000_000;
 
 /// `sszgate rpc` started against `execution` and `beacon`, from `checkpoint`, its state and
 /// log under `dir` named by `name`.
@@ -145,17 +160,218 @@ fn send_transactions(geth: &str) -> (Vec<String>, Address) {
             tx.hash.to_string()
         })
         .collect();
-    let started = Instant::now();
-    for hash in &hashes {
-        while eth(geth, "eth_getTransactionReceipt", json!([hash])).is_null() {
-            assert!(
-                started.elapsed() < Duration::from_secs(90),
-                "{hash} not mined"
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
+    wait_mined(geth, &hashes);
     (hashes, contract)
+}
+
+/// Waits (at most 90 s) until every one of `hashes` has a receipt; the blocks they are in.
+fn wait_mined(geth: &str, hashes: &[String]) -> Vec<u64> {
+    let started = Instant::now();
+    hashes
+        .iter()
+        .map(|hash| {
+            loop {
+                let receipt = eth(geth, "eth_getTransactionReceipt", json!([hash]));
+                if !receipt.is_null() {
+                    break quantity(&receipt["blockNumber"]);
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(90),
+                    "{hash} not mined: {receipt}"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+        .collect()
+}
+
+/// The test's Osaka-era transactions, in blocks.
+struct OsakaTxs {
+    /// The account delegated to the contract by an EIP-7702 authorization.
+    authority: Address,
+    /// The type-4 transaction that carries the authorization and calls the authority.
+    delegation: String,
+    /// The type-3 transaction in the block with the most excess blob gas.
+    blob: String,
+    /// The blocks of the two.
+    blocks: [u64; 2],
+}
+
+/// Sends an EIP-7702 delegation and then blob transactions from both dev accounts, as many
+/// as geth's pool takes at once, to raise the excess blob gas; the blob transaction kept for
+/// the checks is one in the block with the most excess blob gas (its blob base fee is then
+/// the highest). Whether that fee rose above 1, where the BPO1 fraction shows, depends on how
+/// geth packs the blocks while the transactions arrive: it is reported, not required.
+fn send_osaka_transactions(geth: &str, contract: Address) -> OsakaTxs {
+    let (delegation, authority) = send_delegation(geth, contract);
+    let blob_hashes = send_blob_transactions(geth);
+    let blocks = wait_mined(geth, std::slice::from_ref(&delegation));
+    let mut excess = std::collections::BTreeMap::new();
+    let mut blob_txs: Vec<(u64, u64, u64, &String)> = blob_hashes
+        .iter()
+        .map(|hash| {
+            let receipt = eth(geth, "eth_getTransactionReceipt", json!([hash]));
+            let block = quantity(&receipt["blockNumber"]);
+            let block_excess = *excess.entry(block).or_insert_with(|| {
+                let header = eth(
+                    geth,
+                    "eth_getBlockByNumber",
+                    json!([format!("{block:#x}"), false]),
+                );
+                quantity(&header["excessBlobGas"])
+            });
+            (
+                block_excess,
+                quantity(&receipt["blobGasPrice"]),
+                block,
+                hash,
+            )
+        })
+        .collect();
+    blob_txs.sort();
+    let (block_excess, fee, blob_block, blob) = blob_txs.last().cloned().unwrap();
+    eprintln!(
+        "blob transactions: {} in blocks {:?} (excess blob gas by block {excess:?}); checked: \
+         {blob} in block {blob_block}, excess blob gas {block_excess}, blob base fee {fee}",
+        blob_txs.len(),
+        blob_txs
+            .iter()
+            .map(|t| t.2)
+            .collect::<std::collections::BTreeSet<_>>(),
+    );
+    OsakaTxs {
+        authority,
+        delegation,
+        blob: blob.clone(),
+        blocks: [blocks[0], blob_block],
+    }
+}
+
+/// A type-4 transaction from the first dev account to the authority, carrying the
+/// authority's authorization to run the contract's code, with a word for it to store and
+/// log; its hash once mined, and the authority.
+fn send_delegation(geth: &str, contract: Address) -> (String, Address) {
+    let sponsor: PrivateKeySigner = DEV_KEYS[0].parse().unwrap();
+    let authority: PrivateKeySigner = AUTHORITY_KEY.parse().unwrap();
+    let nonce_of =
+        |a: Address| quantity(&eth(geth, "eth_getTransactionCount", json!([a, "pending"])));
+    let authorization = Authorization {
+        chain_id: U256::from(CHAIN_ID),
+        address: contract,
+        nonce: nonce_of(authority.address()),
+    };
+    let signature = authority
+        .sign_hash_sync(&authorization.signature_hash())
+        .unwrap();
+    let tx = TxEip7702 {
+        chain_id: CHAIN_ID,
+        nonce: nonce_of(sponsor.address()),
+        gas_limit: 200_000,
+        max_fee_per_gas: 100 * GWEI,
+        max_priority_fee_per_gas: GWEI,
+        to: authority.address(),
+        value: U256::ZERO,
+        access_list: Default::default(),
+        authorization_list: vec![authorization.into_signed(signature)],
+        input: U256::from(0x2b).to_be_bytes::<32>().to_vec().into(),
+    };
+    let signature = sponsor.sign_hash_sync(&tx.signature_hash()).unwrap();
+    let signed = tx.into_signed(signature);
+    let raw = Bytes::from(signed.encoded_2718());
+    let hash = eth(geth, "eth_sendRawTransaction", json!([raw]));
+    assert_eq!(hash, json!(signed.hash()), "sent");
+    let hash = signed.hash().to_string();
+    wait_mined(geth, std::slice::from_ref(&hash));
+    (hash, authority.address())
+}
+
+/// [`BLOB_TXS_PER_ACCOUNT`] six-blob transactions from each dev account (real mainnet blobs
+/// with their cell proofs, as `sszgate drive` sends them), all sent before any is mined; their
+/// hashes once all are mined.
+fn send_blob_transactions(geth: &str) -> Vec<String> {
+    let blobs = sszgate_fixtures::Fixtures::load(&sszgate_fixtures::testdata_dir())
+        .and_then(|f| f.blobs())
+        .unwrap();
+    let shape = LoadShape {
+        transfers: 0,
+        blob_txs: BLOB_TXS_PER_ACCOUNT,
+        blobs_per_tx: 6,
+    };
+    let keys = DEV_KEYS.map(str::to_string);
+    let swapped = [keys[1].clone(), keys[0].clone()];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let eth_rpc = EthRpc::new(geth);
+    let txs = runtime.block_on(async {
+        let mut txs = Vec::new();
+        for senders in [Senders::dev(), Senders::from_keys(&swapped).unwrap()] {
+            let fork = sszgate_engine::Fork::Osaka;
+            let mut load = Load::new(&eth_rpc, fork, shape, blobs.clone(), senders)
+                .await
+                .unwrap();
+            txs.extend(load.next_block());
+        }
+        sszgate_drive::load::submit(&eth_rpc, &txs, &mut false)
+            .await
+            .unwrap();
+        txs
+    });
+    let hashes: Vec<String> = txs.iter().map(|tx| tx.hash.to_string()).collect();
+    wait_mined(geth, &hashes);
+    hashes
+}
+
+/// The Osaka-era answers through `url`, equal to geth's: the delegated account's code,
+/// storage and a call through its delegation, `eth_call` (and in local mode
+/// `eth_estimateGas`) without `gas`, the type-4 and type-3 transactions, their receipts
+/// (`blobGasPrice`, `blobGasUsed`) and blocks (`blobGasUsed`, `excessBlobGas`). The answers
+/// that differ.
+fn osaka_answers_are_geths(
+    url: &str,
+    geth: &str,
+    osaka: &OsakaTxs,
+    contract: Address,
+    head: u64,
+    local: bool,
+) -> Vec<String> {
+    let tag = format!("{head:#x}");
+    let from = Senders::dev().addresses().0;
+    let word = format!("0x{:064x}", 0x2c);
+    let authority = osaka.authority;
+    let call = json!({"from": from, "to": contract, "data": word});
+    let mut calls = vec![
+        ("eth_getCode", json!([authority, tag])),
+        ("eth_getStorageAt", json!([authority, "0x0", tag])),
+        ("eth_getTransactionCount", json!([authority, tag])),
+        // Without `gas`: the default must keep to Osaka's cap (EIP-7825).
+        ("eth_call", json!([call, tag])),
+        // The authority runs the contract's code over its own storage.
+        ("eth_call", json!([{"to": authority, "data": "0x"}, tag])),
+    ];
+    for hash in [&osaka.delegation, &osaka.blob] {
+        calls.push(("eth_getTransactionByHash", json!([hash])));
+        calls.push(("eth_getTransactionReceipt", json!([hash])));
+    }
+    for block in osaka.blocks.map(|b| format!("{b:#x}")) {
+        calls.push(("eth_getBlockByNumber", json!([block, true])));
+        calls.push(("eth_getBlockByNumber", json!([block, false])));
+        calls.push((
+            "eth_getLogs",
+            json!([{"address": authority, "fromBlock": block, "toBlock": block}]),
+        ));
+    }
+    if !local {
+        return answers_equal_geths(url, geth, calls, proof_difference);
+    }
+    let transfer = json!({"from": from, "to": RECIPIENT, "value": "0x1"});
+    calls.push(("eth_estimateGas", json!([call, tag])));
+    calls.push(("eth_estimateGas", json!([transfer, tag])));
+    for block in osaka.blocks.map(|b| format!("{b:#x}")) {
+        calls.push(("eth_getBlockReceipts", json!([block])));
+    }
+    answers_equal_geths(url, geth, calls, local_difference)
 }
 
 /// The verified endpoint's block number, once it reaches `at_least`.
@@ -178,27 +394,24 @@ fn verified_head(url: &str, at_least: u64) -> u64 {
 
 #[test]
 fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
-    let Some(tools) = tools() else { return };
+    let Some(tools) = fulu_tools() else { return };
     let _turn = ONE_CHAIN.lock().unwrap_or_else(|e| e.into_inner());
     let geth_auth = free_port();
-    let chain = Chain::up_with(
-        &tools,
-        geth_auth,
-        &format!("http://127.0.0.1:{geth_auth}"),
-        "mainnet",
-        "deneb",
-    );
-    chain.wait_for_slot(10, Duration::from_secs(120));
+    let chain = Chain::up_fulu(&tools, geth_auth, &format!("http://127.0.0.1:{geth_auth}"));
+    chain.wait_for_slot(10, Duration::from_secs(150));
     let beacon = chain.up["beacon_rest"].as_str().unwrap().to_string();
     let geth = chain.up["geth_http"].as_str().unwrap().to_string();
-    // The trusted start: a block root this test read itself.
-    let checkpoint = chain.beacon("/eth/v1/beacon/headers/8").unwrap()["data"]["root"]
+    // The trusted start: a block root this test read itself (the head's: on this chain the
+    // first slots may be empty while the proposer starts).
+    let checkpoint = chain.beacon("/eth/v1/beacon/headers/head").unwrap()["data"]["root"]
         .as_str()
         .unwrap()
         .to_string();
     let (hashes, contract) = send_transactions(&geth);
     let receipt = eth(&geth, "eth_getTransactionReceipt", json!([hashes[2]]));
     let block = quantity(&receipt["blockNumber"]);
+    let osaka = send_osaka_transactions(&geth, contract);
+    let newest = osaka.blocks.into_iter().max().unwrap_or(block).max(block);
     let dir = tempfile::tempdir().unwrap();
     let (mut honest, listen) = start_rpc(&geth, &beacon, &checkpoint, dir.path(), "honest");
     let _honest = KillOnDrop {
@@ -207,8 +420,12 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     };
     wait_serving(&mut honest, &listen, &dir.path().join("honest.log"));
     let url = format!("http://{listen}");
-    let head = verified_head(&url, block);
-    the_verified_answers_are_geths(&url, &geth, &hashes, contract, block, head);
+    let head = verified_head(&url, newest);
+    let mut differences =
+        the_verified_answers_are_geths(&url, &geth, &hashes, contract, block, head);
+    differences.extend(osaka_answers_are_geths(
+        &url, &geth, &osaka, contract, head, true,
+    ));
     // Past what the light client has signed: refused, not answered.
     let ahead = eth(
         &url,
@@ -217,7 +434,7 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     );
     assert!(ahead["error"]["code"].as_i64().is_some(), "{ahead}");
 
-    light_client_metrics_are_served(&url, head);
+    differences.extend(light_client_metrics_are_served(&url, head, chain.head()));
 
     let el = TamperRelay::start(&geth);
     let cl = TamperRelay::start(&beacon);
@@ -241,7 +458,7 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
         &checkpoint,
         dir.path(),
     );
-    proofs_from_sszgates_prover(
+    differences.extend(proofs_from_sszgates_prover(
         &el,
         &cl,
         &beacon,
@@ -249,11 +466,20 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
         &checkpoint,
         dir.path(),
         (&hashes, contract, block),
+        &osaka,
+    ));
+    assert!(
+        differences.is_empty(),
+        "{} answers differ from geth's:\n{}",
+        differences.len(),
+        differences.join("\n")
     );
 }
 
 /// The proof mode on the same chain: a prover (`--serve-proofs`) reading geth and Lodestar
-/// through the relays, a verifier (`--prover`) trusting only the checkpoint.
+/// through the relays, a verifier (`--prover`) trusting only the checkpoint. The answers that
+/// differ from geth's.
+#[allow(clippy::too_many_arguments)]
 fn proofs_from_sszgates_prover(
     el: &TamperRelay,
     cl: &TamperRelay,
@@ -262,7 +488,8 @@ fn proofs_from_sszgates_prover(
     checkpoint: &str,
     dir: &Path,
     (hashes, contract, block): (&[String], Address, u64),
-) {
+    osaka: &OsakaTxs,
+) -> Vec<String> {
     let sources = [
         "--execution",
         &el.url,
@@ -287,8 +514,12 @@ fn proofs_from_sszgates_prover(
     };
     wait_serving(&mut verifier, &listen, &dir.join("verifier.log"));
     let url = format!("http://{listen}");
-    let head = verified_head(&url, block + 1);
-    the_proven_answers_are_geths(&url, geth, hashes, contract, block, head);
+    let newest = osaka.blocks.into_iter().max().unwrap_or(block).max(block);
+    let head = verified_head(&url, newest + 1);
+    let mut differences = the_proven_answers_are_geths(&url, geth, hashes, contract, block, head);
+    differences.extend(osaka_answers_are_geths(
+        &url, geth, osaka, contract, head, false,
+    ));
     // The bootstrap came in the first proof; the keys are kept for a restart.
     assert_eq!(metric(&url, "sszgate_rpc_proof_periods"), Some(1.0));
     assert!(keys.exists(), "the committee keys were not saved");
@@ -297,9 +528,11 @@ fn proofs_from_sszgates_prover(
     let tag = format!("{head:#x}");
     let balance = eth(&url, "eth_getBalance", json!([RECIPIENT, tag]));
     assert_eq!(quantity(&balance), 12_345);
+    differences
 }
 
-/// The methods the proofs cover, on the test's own transactions, equal to geth's answers.
+/// The methods the proofs cover, on the test's own transactions, equal to geth's answers;
+/// the answers that differ.
 fn the_proven_answers_are_geths(
     url: &str,
     geth: &str,
@@ -307,22 +540,36 @@ fn the_proven_answers_are_geths(
     contract: Address,
     block: u64,
     head: u64,
-) {
+) -> Vec<String> {
     let tag = format!("{head:#x}");
     let at = format!("{block:#x}");
     let calls = calls_on(hashes, contract, block, head);
-    answers_equal_geths(url, geth, calls, |verified, direct| {
-        sszgate_proof::render::difference_from_standard(verified, direct, "")
-    });
+    let mut differences = answers_equal_geths(url, geth, calls, proof_difference);
+    differences.extend(stored_word_is(url, contract, &tag, 0x2a));
+    // Not covered by the proofs: refused as unverifiable, not answered unchecked.
+    let receipts = eth(url, "eth_getBlockReceipts", json!([at]));
+    assert_eq!(receipts["error"]["code"], -32090, "{receipts}");
+    differences
+}
+
+/// How a proof-mode answer differs from geth's (fields outside the standard left out).
+fn proof_difference(verified: &Value, direct: &Value) -> Option<String> {
+    sszgate_proof::render::difference_from_standard(verified, direct, "")
+}
+
+/// What `eth_call` reads of the contract's slot 0 at `tag`, unless it is `word`: one
+/// difference naming what came back.
+fn stored_word_is(url: &str, contract: Address, tag: &str, word: u64) -> Option<String> {
     let stored = eth(
         url,
         "eth_call",
         json!([{"to": contract, "data": "0x"}, tag]),
     );
-    assert_eq!(quantity(&stored), 0x2a, "{stored}");
-    // Not covered by the proofs: refused as unverifiable, not answered unchecked.
-    let receipts = eth(url, "eth_getBlockReceipts", json!([at]));
-    assert_eq!(receipts["error"]["code"], -32090, "{receipts}");
+    let read = stored
+        .as_str()
+        .and_then(|s| U256::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+    (read != Some(U256::from(word)))
+        .then(|| format!("eth_call of {contract} without gas at {tag}: {stored}, not {word:#x}"))
 }
 
 /// The prover fed lies by the relays; every proof it builds from them is refused by the
@@ -410,7 +657,7 @@ fn proofs_built_from_lies_are_refused(
 }
 
 /// Every method on the test's own transactions, through the verified endpoint and from geth
-/// directly, alike.
+/// directly, alike; the answers that differ.
 fn the_verified_answers_are_geths(
     url: &str,
     geth: &str,
@@ -418,21 +665,14 @@ fn the_verified_answers_are_geths(
     contract: Address,
     block: u64,
     head: u64,
-) {
+) -> Vec<String> {
     let tag = format!("{head:#x}");
     let at = format!("{block:#x}");
     let mut calls = calls_on(hashes, contract, block, head);
     calls.push(("eth_getBlockReceipts", json!([at])));
-    answers_equal_geths(url, geth, calls, |verified, direct| {
-        first_difference(verified, direct, "")
-    });
+    let mut differences = answers_equal_geths(url, geth, calls, local_difference);
     // What the transactions did, in the verified answers themselves.
-    let stored = eth(
-        url,
-        "eth_call",
-        json!([{"to": contract, "data": "0x"}, tag]),
-    );
-    assert_eq!(quantity(&stored), 0x2a, "{stored}");
+    differences.extend(stored_word_is(url, contract, &tag, 0x2a));
     let balance = eth(url, "eth_getBalance", json!([RECIPIENT, tag]));
     assert_eq!(quantity(&balance), 12_345);
     let logs = eth(
@@ -442,27 +682,37 @@ fn the_verified_answers_are_geths(
     );
     assert_eq!(logs.as_array().map(Vec::len), Some(1), "{logs}");
     assert_eq!(logs[0]["transactionHash"], json!(hashes[2]));
+    differences
 }
 
-/// Each call through the verified endpoint `url` and from geth directly: answered, and no
-/// `difference` between the two.
+/// How a local-mode answer differs from geth's: anywhere.
+fn local_difference(verified: &Value, direct: &Value) -> Option<String> {
+    first_difference(verified, direct, "")
+}
+
+/// Each call through the verified endpoint `url` and from geth directly; one line for each
+/// that was not answered or shows a `difference` between the two.
 fn answers_equal_geths(
     url: &str,
     geth: &str,
     calls: Vec<(&str, Value)>,
     difference: fn(&Value, &Value) -> Option<String>,
-) {
+) -> Vec<String> {
+    let mut differences = Vec::new();
     for (method, params) in calls {
         let verified = eth(url, method, params.clone());
-        assert!(
-            verified.get("error").is_none(),
-            "{method} {params}: {verified}"
-        );
         let direct = eth(geth, method, params.clone());
-        if let Some(at) = difference(&verified, &direct) {
-            panic!("{method} {params}: differs at {at}");
+        let found = if verified.get("error").is_some() {
+            Some(format!("{method} {params}: {verified}; geth: {direct}"))
+        } else {
+            difference(&verified, &direct).map(|at| format!("{method} {params}: differs at {at}"))
+        };
+        if let Some(found) = found {
+            eprintln!("DIFFERS: {found}");
+            differences.push(found);
         }
     }
+    differences
 }
 
 /// Every method the proof format covers, on the test's own transactions: at the verified
@@ -484,6 +734,10 @@ fn calls_on(
         ("eth_getCode", json!([contract, tag])),
         ("eth_getStorageAt", json!([contract, "0x0", tag])),
         ("eth_call", json!([{"to": contract, "data": "0x"}, tag])),
+        (
+            "eth_call",
+            json!([{"to": contract, "data": "0x", "gas": "0x100000"}, tag]),
+        ),
         (
             "eth_getProof",
             json!([
@@ -541,24 +795,26 @@ fn metric(url: &str, name: &str) -> Option<f64> {
 }
 
 /// The light client's standing is in the metrics: its optimistic header at or past the
-/// block `head` came from, a few slots behind the clock at most, and the verified requests
-/// counted.
-fn light_client_metrics_are_served(url: &str, head: u64) {
+/// block `head` came from, a few slots behind the beacon node's head (`beacon_head`; the
+/// clock may be further ahead when the loaded devnet misses slots), and the verified
+/// requests counted. A light client left behind is reported with the other differences.
+fn light_client_metrics_are_served(url: &str, head: u64, beacon_head: u64) -> Option<String> {
     let optimistic = metric(url, "sszgate_rpc_light_slot{header=\"optimistic\"}").unwrap();
     let current = metric(url, "sszgate_rpc_light_slot{header=\"current\"}").unwrap();
     let lag = metric(url, "sszgate_rpc_light_lag_slots").unwrap();
-    // Slots 1-4 of up.sh's chain are empty: block n is at slot n + 4.
-    assert!(
-        optimistic >= head as f64,
-        "optimistic slot {optimistic}, block {head}"
-    );
     assert_eq!(lag, current - optimistic);
-    assert!(lag < 10.0, "the light client lags {lag} slots");
     let verified = metric(
         url,
         "sszgate_rpc_requests_total{method=\"eth_getBalance\",outcome=\"verified\"}",
     );
     assert!(verified >= Some(2.0), "{verified:?}");
+    // The optimistic header keeps up with the chain: at or past the slot of the verified
+    // block `head` (a block's slot is at least its number), near the beacon node's head.
+    (optimistic < head as f64 || beacon_head as f64 - optimistic >= 10.0).then(|| {
+        format!(
+            "the light client's optimistic slot {optimistic}: block {head} is verified, the beacon node's head is at slot {beacon_head}"
+        )
+    })
 }
 
 /// A JSON value's quantity plus one, as a quantity.
@@ -651,7 +907,8 @@ fn every_lie_is_caught(
                 }
             }),
             "eth_call",
-            json!([{"to": contract, "data": "0x"}, tag]),
+            // With `gas`: what is tried here is the state, not the default gas.
+            json!([{"to": contract, "data": "0x", "gas": "0x100000"}, tag]),
         ),
         (
             "a short account proof",

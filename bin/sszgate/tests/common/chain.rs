@@ -1,6 +1,7 @@
-//! A real consensus client for the binary's tests: Lodestar v1.22 (built from source by
-//! `../shared/tools/lodestar/build.sh`) with geth, started by `up.sh` and stopped by process id
-//! (`down.sh`); and a plain eth_* JSON-RPC call.
+//! A real consensus client for the binary's tests, with geth, started by its kit's `up.sh` and
+//! stopped by process id (`down.sh`): Lodestar v1.22 (Electra, `../shared/tools/lodestar/`) or
+//! Lodestar v1.38 (Fulu/PeerDAS with geth on Osaka, `../shared/tools/lodestar-fulu/`), each
+//! built from source by its kit's `build.sh`; and a plain eth_* JSON-RPC call.
 //!
 //! Not here: what the tests check.
 
@@ -15,24 +16,72 @@ use serde_json::Value;
 /// One chain at a time in a test binary (a Lodestar takes ~300 MiB and a core).
 pub(crate) static ONE_CHAIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The tools, or `None` (skip locally; a failure under CI).
+/// A Lodestar kit under `../shared/tools/`: the v1.22 (Electra) one or the v1.38 (Fulu) one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kit {
+    /// `lodestar/`: Lodestar v1.22, up to its pre-release Electra.
+    V122,
+    /// `lodestar-fulu/`: Lodestar v1.38, Fulu/PeerDAS, geth on Osaka (BPO forks possible).
+    Fulu,
+}
+
+impl Kit {
+    /// The kit's directory under `../shared/tools/`.
+    fn dir(self) -> &'static str {
+        match self {
+            Kit::V122 => "lodestar",
+            Kit::Fulu => "lodestar-fulu",
+        }
+    }
+
+    /// The variable naming the kit's build, and the build's default under `$HOME`.
+    fn build_location(self) -> (&'static str, &'static str) {
+        match self {
+            Kit::V122 => ("SSZGATE_LODESTAR", ".cache/lodestar-v1.22"),
+            Kit::Fulu => ("SSZGATE_LODESTAR_FULU", ".cache/lodestar-v1.38"),
+        }
+    }
+
+    /// A script of the kit (`up.sh`, `down.sh`, `lib/…`).
+    pub(crate) fn script(self, name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/tools")
+            .join(self.dir())
+            .join(name)
+    }
+}
+
+/// geth and a Lodestar v1.22 build, or `None` (skip locally; a failure under CI).
 pub(crate) fn tools() -> Option<(PathBuf, PathBuf)> {
+    kit_tools(Kit::V122)
+}
+
+/// geth and a Lodestar v1.38 build (`$SSZGATE_LODESTAR_FULU`), or `None` (skip locally; a
+/// failure under CI).
+pub(crate) fn fulu_tools() -> Option<(PathBuf, PathBuf)> {
+    kit_tools(Kit::Fulu)
+}
+
+fn kit_tools(kit: Kit) -> Option<(PathBuf, PathBuf)> {
     let geth = std::env::var_os("SSZGATE_GETH")
         .map(PathBuf::from)
         .or_else(|| Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/geth")))
         .filter(|p| p.exists());
-    let lodestar = std::env::var_os("SSZGATE_LODESTAR")
+    let (variable, default) = kit.build_location();
+    let lodestar = std::env::var_os(variable)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/lodestar-v1.22")))
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(default)))
         .filter(|p| p.join("packages/cli/bin/lodestar.js").exists());
     match (geth, lodestar) {
         (Some(geth), Some(lodestar)) => Some((geth, lodestar)),
         (geth, lodestar) => {
-            let why = format!("geth: {geth:?}, Lodestar build: {lodestar:?}");
+            let why = format!("geth: {geth:?}, Lodestar build (${variable}): {lodestar:?}");
             let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            let build = kit.script("build.sh");
             assert!(
                 !in_ci,
-                "a real-CL test needs geth and Lodestar under CI ({why}): scripts/install-geth.sh, ../shared/tools/lodestar/build.sh"
+                "a real-CL test needs geth and Lodestar under CI ({why}): scripts/install-geth.sh, {}",
+                build.display()
             );
             eprintln!("\n!!!!!!!! SKIPPED: Lodestar test: {why} !!!!!!!!\n");
             None
@@ -40,16 +89,11 @@ pub(crate) fn tools() -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-pub(crate) fn tool_script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/tools/lodestar")
-        .join(name)
-}
-
 /// geth and Lodestar, up (`up.sh`), stopped by process id (`down.sh`) when dropped.
 pub(crate) struct Chain {
     /// What `up.sh` printed (URLs, pids, the run directory).
     pub(crate) up: Value,
+    kit: Kit,
     _run: tempfile::TempDir,
 }
 
@@ -70,25 +114,52 @@ impl Chain {
         preset: &str,
         fork: &str,
     ) -> Chain {
+        let knobs = [("PRESET", preset), ("FORK", fork)];
+        Chain::start(Kit::V122, tools, geth_auth, cl_engine, &knobs)
+    }
+
+    /// A Fulu/Osaka chain of the v1.38 kit as the verified-RPC tests need it: the mainnet
+    /// preset (512-member sync committees, as a light client expects) and a BPO1 fork at
+    /// genesis (48 target, 72 most blobs a block, update fraction 5007716). Genesis is 30 s
+    /// after Lodestar starts: a node that is still starting at genesis on a loaded machine
+    /// misses its first slots, counts itself as syncing and, with no peer, never proposes.
+    pub(crate) fn up_fulu(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
+        let knobs = [
+            ("PRESET", "mainnet"),
+            ("FORK", "fulu"),
+            ("BPO1", "1"),
+            ("GENESIS_DELAY", "30"),
+        ];
+        Chain::start(Kit::Fulu, tools, geth_auth, cl_engine, &knobs)
+    }
+
+    /// `kit`'s `up.sh` with `knobs` (its environment), in a fresh run directory.
+    fn start(
+        kit: Kit,
+        tools: &(PathBuf, PathBuf),
+        geth_auth: u16,
+        cl_engine: &str,
+        knobs: &[(&str, &str)],
+    ) -> Chain {
         let run = tempfile::tempdir().unwrap();
         let out = Command::new("bash")
-            .arg(tool_script("up.sh"))
+            .arg(kit.script("up.sh"))
             .env("GETH", &tools.0)
             .env("LS_BUILD", &tools.1)
             .env("RUN", run.path())
             .env("GETH_AUTH_PORT", geth_auth.to_string())
             .env("CL_ENGINE_URL", cl_engine)
-            .env("PRESET", preset)
-            .env("FORK", fork)
+            .envs(knobs.iter().copied())
             .output()
             .unwrap();
         assert!(
             out.status.success(),
-            "up.sh: {}",
+            "{}: {}",
+            kit.script("up.sh").display(),
             String::from_utf8_lossy(&out.stderr)
         );
         let up = serde_json::from_slice(&out.stdout).unwrap();
-        Chain { up, _run: run }
+        Chain { up, kit, _run: run }
     }
 
     pub(crate) fn beacon(&self, path: &str) -> Option<Value> {
@@ -146,7 +217,7 @@ impl Chain {
 impl Drop for Chain {
     fn drop(&mut self) {
         let _ = Command::new("bash")
-            .arg(tool_script("down.sh"))
+            .arg(self.kit.script("down.sh"))
             .arg(self.up["run"].as_str().unwrap_or_default())
             .status();
     }
