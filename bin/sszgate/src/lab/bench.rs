@@ -99,18 +99,64 @@ fn rpc(args: RpcBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// `bench attack --target rpc`: the campaign against `sszgate rpc`.
+fn attack_rpc(args: AttackArgs) -> Result<()> {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let options = sszgate_bench::attack::rpc::Options {
+        sszgate: std::env::current_exe().context("finding the sszgate executable")?,
+        data: args.cases.unwrap_or_else(|| shared.join("data/colibri")),
+        short: args.short,
+    };
+    let report = crate::runtime()?.block_on(sszgate_bench::attack::rpc::run(&options));
+    print_report(&report.markdown(), args.out.out.as_deref())?;
+    if let Some(path) = args.json.json {
+        let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let failed: Vec<String> = report
+        .failed()
+        .iter()
+        .map(|(i, row)| format!("row {i} ({}): {}", row.attack, row.failures.join("; ")))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!("{} rows failed:\n{}", failed.len(), failed.join("\n"));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Args)]
 struct AttackArgs {
     /// The CI-sized run: smaller bombs (1 GiB) and floods, every attack kind still present.
     #[arg(long)]
     short: bool,
+    /// What to attack: `proxy` (`sszgate proxy` children) or `rpc` (`sszgate rpc` children:
+    /// lying Beacon APIs and hostile clients; exits 1 on a wrong answer accepted or an
+    /// invariant broken).
+    #[arg(long, value_enum, default_value_t = AttackTarget::Proxy)]
+    target: AttackTarget,
+    /// With --target rpc: the recorded cases; default ../shared/data/colibri next to the
+    /// repository.
+    #[arg(long, env = "SSZGATE_RPC_CASES")]
+    cases: Option<PathBuf>,
     #[command(flatten)]
     out: MarkdownOutArg,
     #[command(flatten)]
     json: JsonOutArg,
 }
 
+/// What `bench attack` attacks.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum AttackTarget {
+    /// `sszgate proxy` children.
+    Proxy,
+    /// `sszgate rpc` children.
+    Rpc,
+}
+
 fn attack(args: AttackArgs) -> Result<()> {
+    if let AttackTarget::Rpc = args.target {
+        return attack_rpc(args);
+    }
     let options = sszgate_bench::attack::Options {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
         short: args.short,
