@@ -106,6 +106,18 @@ fn attack_rpc(args: AttackArgs) -> Result<()> {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
         data: args.cases.unwrap_or_else(|| shared.join("data/colibri")),
         short: args.short,
+        live: args.live.then(|| sszgate_bench::attack::rpc::LiveTools {
+            geth: args.geth.unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/geth")
+            }),
+            lodestar: args.lodestar.unwrap_or_else(|| {
+                std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/lodestar-v1.38")
+            }),
+            kit: args
+                .kit
+                .unwrap_or_else(|| shared.join("tools/lodestar-fulu")),
+        }),
     };
     let report = crate::runtime()?.block_on(sszgate_bench::attack::rpc::run(&options));
     print_report(&report.markdown(), args.out.out.as_deref())?;
@@ -138,6 +150,20 @@ struct AttackArgs {
     /// repository.
     #[arg(long, env = "SSZGATE_RPC_CASES")]
     cases: Option<PathBuf>,
+    /// With --target rpc: run the live rows (the forged head signed by 1, 100, 300 and 400 of
+    /// 512 seats) on a Fulu chain of geth and Lodestar v1.38 started for them; without it,
+    /// they are reported as not run.
+    #[arg(long)]
+    live: bool,
+    /// With --live: geth (v1.17.8); default .tools/bin/geth in the repository.
+    #[arg(long, env = "SSZGATE_GETH")]
+    geth: Option<PathBuf>,
+    /// With --live: the Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
+    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
+    lodestar: Option<PathBuf>,
+    /// With --live: the chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
+    #[arg(long)]
+    kit: Option<PathBuf>,
     #[command(flatten)]
     out: MarkdownOutArg,
     #[command(flatten)]

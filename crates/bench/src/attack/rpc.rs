@@ -1,20 +1,29 @@
 //! The campaign against `sszgate rpc` (`sszgate bench attack --target rpc`, issue 33 §4):
 //! real `sszgate rpc` child processes, one row per attack, each judged.
 //!
-//! Rows, by group: the forged head signed by a share of the sync committee and the lying
-//! prover (both need the live Fulu chain and its forging relays, not built yet: reported as
-//! not run, never as passed); chain timing from a lying Beacon API ([`timing`], run once
-//! `sszgate rpc` has `--network`); hostile clients against one `sszgate rpc` ([`clients`]).
-//! The child and its calls live in [`server`]. Nothing here fixes what a row finds.
+//! Rows, by group: the forged head signed by a share of the sync committee ([`forged_head`],
+//! on the live Fulu chain ([`chain`]) with forging relays ([`relay`], [`forge`], the seats'
+//! keys in [`interop`]); not run, and said so, without the chain's tools); the lying prover
+//! (its relay not built yet: reported as not run, never as passed); chain timing from a lying
+//! Beacon API ([`timing`], run once `sszgate rpc` has `--network`); hostile clients against
+//! one `sszgate rpc` ([`clients`]). The child and its calls live in [`server`]. Nothing here
+//! fixes what a row finds.
 //!
 //! Invariants (a row fails on any): a wrong answer accepted; the process died; the normal
 //! call (`eth_chainId`) not answered within 1 s after the attack; peak RSS above before +
 //! 512 MiB; a trickling connection the server never cut; a start refused without naming the
 //! field that was lied about.
 
+mod chain;
 mod clients;
+mod forge;
+mod forged_head;
+mod interop;
+mod relay;
 mod server;
 mod timing;
+
+pub use chain::LiveTools;
 
 use std::{collections::HashMap, path::PathBuf, time::Instant};
 
@@ -39,6 +48,8 @@ pub struct Options {
     pub data: PathBuf,
     /// The CI-sized run: a smaller flood and fewer trickles, every row still present.
     pub short: bool,
+    /// The live Fulu chain's tools; `None`: the live rows are not run.
+    pub live: Option<LiveTools>,
 }
 
 /// What a row found.
@@ -119,16 +130,8 @@ impl Row {
     }
 }
 
-/// The rows of the forged-head and lying-prover groups, not run yet, and why.
-const NOT_BUILT: [(&str, &str, &str); 7] = [
-    ("forged head", "head signed by 1 of 512 seats", LIVE),
-    ("forged head", "head signed by 100 of 512 seats", LIVE),
-    ("forged head", "head signed by 300 of 512 seats", LIVE),
-    (
-        "forged head",
-        "control: head signed by 400 of 512 seats",
-        LIVE,
-    ),
+/// The rows of the lying-prover group, not run yet, and why.
+const NOT_BUILT: [(&str, &str, &str); 3] = [
     (
         "lying prover",
         "latest answered with a header of an old period",
@@ -145,8 +148,6 @@ const NOT_BUILT: [(&str, &str, &str); 7] = [
         PROVER,
     ),
 ];
-const LIVE: &str =
-    "the forging Beacon API and execution relays on the live Fulu chain are not built yet";
 const PROVER: &str =
     "the lying prover relay in front of `sszgate rpc --serve-proofs` is not built yet";
 
@@ -165,10 +166,12 @@ pub struct Report {
 pub async fn run(options: &Options) -> Report {
     let dir = std::env::temp_dir().join(format!("sszgate-attack-rpc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("the campaign's directory");
-    let mut rows: Vec<Row> = NOT_BUILT
-        .iter()
-        .map(|(group, attack, why)| Row::not_run(group, attack, why))
-        .collect();
+    let mut rows = live_rows(options, &dir).await;
+    rows.extend(
+        NOT_BUILT
+            .iter()
+            .map(|(group, attack, why)| Row::not_run(group, attack, why)),
+    );
     for lie in timing::LIES {
         eprintln!(
             "sszgate bench attack --target rpc: chain timing: {}",
@@ -183,6 +186,42 @@ pub async fn run(options: &Options) -> Report {
         short: options.short,
         client_target,
         rows,
+    }
+}
+
+/// The rows on the live chain (one chain for all, stopped when they are done); without its
+/// tools, not run and said so.
+async fn live_rows(options: &Options, dir: &std::path::Path) -> Vec<Row> {
+    let not_run = |why: &str| -> Vec<Row> {
+        forged_head::SHARES
+            .iter()
+            .map(|&k| Row::not_run(forged_head::GROUP, &forged_head::attack(k), why))
+            .collect()
+    };
+    let Some(tools) = &options.live else {
+        return not_run("no live chain asked for (--live)");
+    };
+    if let Some(missing) = tools.missing() {
+        return not_run(&format!("the live chain's tools are {missing}"));
+    }
+    eprintln!("sszgate bench attack --target rpc: starting the live Fulu chain");
+    let run = dir.join("chain");
+    let started = tokio::task::spawn_blocking({
+        let tools = tools.clone();
+        move || chain::LiveChain::up(&tools, &run)
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    match started {
+        Ok(chain) => forged_head::rows(&options.sszgate, dir, &chain).await,
+        Err(e) => {
+            let mut rows = not_run(&format!("the live chain did not start: {e}"));
+            for row in &mut rows {
+                row.failures
+                    .push(format!("the live chain did not start: {e}"));
+            }
+            rows
+        }
     }
 }
 
