@@ -21,6 +21,7 @@ mod el;
 mod h2;
 mod http1;
 mod proxies;
+pub mod rpc;
 mod wire;
 mod ws;
 

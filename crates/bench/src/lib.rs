@@ -11,7 +11,9 @@
 //! - [`compress`]: the compression study (`sszgate bench compress`): five codecs, real data.
 //! - [`report`]: their Markdown tables, CSV and SVG charts.
 //! - [`attack`]: the adversarial campaign (`sszgate bench attack`): bombs, floods, slowloris,
-//!   malformed HTTP/1.1, h2c and WebSocket abuse against proxy processes, judged per row.
+//!   malformed HTTP/1.1, h2c and WebSocket abuse against proxy processes, judged per row;
+//!   [`attack::rpc`] the same against `sszgate rpc` (`--target rpc`): lying Beacon APIs and
+//!   hostile clients.
 //! - [`rpc`]: the verified-RPC benchmark (`sszgate bench rpc`): sszgate's verifier (local
 //!   mode) and its prover and proof verifier (remote mode) next to colibri.stateless's on the
 //!   recorded mainnet cases, cold and warm, and the bytes each moves.

@@ -192,7 +192,8 @@ pub(crate) async fn fake_el(answers: Arc<Answers>) -> SocketAddr {
     addr
 }
 
-fn free_port() -> u16 {
+/// A port free on 127.0.0.1 right now (the kernel's ephemeral pick).
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -99,18 +99,90 @@ fn rpc(args: RpcBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// `bench attack --target rpc`: the campaign against `sszgate rpc`.
+fn attack_rpc(args: AttackArgs) -> Result<()> {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let options = sszgate_bench::attack::rpc::Options {
+        sszgate: std::env::current_exe().context("finding the sszgate executable")?,
+        data: args.cases.unwrap_or_else(|| shared.join("data/colibri")),
+        short: args.short,
+        live: args.live.then(|| sszgate_bench::attack::rpc::LiveTools {
+            geth: args.geth.unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/geth")
+            }),
+            lodestar: args.lodestar.unwrap_or_else(|| {
+                std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/lodestar-v1.38")
+            }),
+            kit: args
+                .kit
+                .unwrap_or_else(|| shared.join("tools/lodestar-fulu")),
+        }),
+    };
+    let report = crate::runtime()?.block_on(sszgate_bench::attack::rpc::run(&options));
+    print_report(&report.markdown(), args.out.out.as_deref())?;
+    if let Some(path) = args.json.json {
+        let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let failed: Vec<String> = report
+        .failed()
+        .iter()
+        .map(|(i, row)| format!("row {i} ({}): {}", row.attack, row.failures.join("; ")))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!("{} rows failed:\n{}", failed.len(), failed.join("\n"));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Args)]
 struct AttackArgs {
     /// The CI-sized run: smaller bombs (1 GiB) and floods, every attack kind still present.
     #[arg(long)]
     short: bool,
+    /// What to attack: `proxy` (`sszgate proxy` children) or `rpc` (`sszgate rpc` children:
+    /// lying Beacon APIs and hostile clients; exits 1 on a wrong answer accepted or an
+    /// invariant broken).
+    #[arg(long, value_enum, default_value_t = AttackTarget::Proxy)]
+    target: AttackTarget,
+    /// With --target rpc: the recorded cases; default ../shared/data/colibri next to the
+    /// repository.
+    #[arg(long, env = "SSZGATE_RPC_CASES")]
+    cases: Option<PathBuf>,
+    /// With --target rpc: run the live rows (the forged head signed by 1, 100, 300 and 400 of
+    /// 512 seats) on a Fulu chain of geth and Lodestar v1.38 started for them; without it,
+    /// they are reported as not run.
+    #[arg(long)]
+    live: bool,
+    /// With --live: geth (v1.17.8); default .tools/bin/geth in the repository.
+    #[arg(long, env = "SSZGATE_GETH")]
+    geth: Option<PathBuf>,
+    /// With --live: the Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
+    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
+    lodestar: Option<PathBuf>,
+    /// With --live: the chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
+    #[arg(long)]
+    kit: Option<PathBuf>,
     #[command(flatten)]
     out: MarkdownOutArg,
     #[command(flatten)]
     json: JsonOutArg,
 }
 
+/// What `bench attack` attacks.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum AttackTarget {
+    /// `sszgate proxy` children.
+    Proxy,
+    /// `sszgate rpc` children.
+    Rpc,
+}
+
 fn attack(args: AttackArgs) -> Result<()> {
+    if let AttackTarget::Rpc = args.target {
+        return attack_rpc(args);
+    }
     let options = sszgate_bench::attack::Options {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
         short: args.short,
