@@ -23,6 +23,7 @@ use sszgate_proof::{
     TrustedState,
     prover::{Prover, endpoint::ProofEndpoint},
     remote::ProofClient,
+    tags::{Clock, DEFAULT_MAX_HEAD_AGE, Freshness},
 };
 use sszgate_rpc::{Config, LightAnchors, Routes, Server};
 
@@ -76,6 +77,10 @@ pub(crate) struct RpcArgs {
     /// chain, whose slots are in the past.
     #[arg(long, env = "SSZGATE_RPC_CLOCK", hide = true, value_name = "UNIX_TIME")]
     clock: Option<u64>,
+    /// With --prover: how many slots behind the clock the block answering `latest` (and
+    /// eth_blockNumber) may be; an older one is refused.
+    #[arg(long, env = "SSZGATE_RPC_MAX_HEAD_AGE", value_name = "SLOTS", default_value_t = DEFAULT_MAX_HEAD_AGE)]
+    max_head_age: u64,
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
@@ -133,6 +138,14 @@ static FIXED_CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 
 fn fixed_clock() -> u64 {
     FIXED_CLOCK.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The proof verifier's clock (the system's, or --clock's) and --max-head-age.
+fn freshness(args: &RpcArgs) -> Freshness {
+    Freshness {
+        clock: args.clock.map_or(Clock::System, Clock::Fixed),
+        max_head_age: args.max_head_age,
+    }
 }
 
 /// The chain id of a known chain, by the light client's name for it.
@@ -301,7 +314,8 @@ async fn serve_remote(
         None => ChainSpec::mainnet(),
     };
     let config = settings(args, &spec)?;
-    let trust = remote_trust(args, spec, api.as_ref(), &state).await?;
+    let mut trust = remote_trust(args, spec, api.as_ref(), &state).await?;
+    trust.freshness = freshness(args);
     let client = ProofClient::new(
         prover,
         args.upstream_timeout,
@@ -410,6 +424,16 @@ mod tests {
         assert_eq!(c.upstream_timeout, Duration::from_secs(3));
         assert_eq!(c.beacon.as_deref(), Some("http://cl"));
         assert_eq!(c.execution, "http://el");
+    }
+
+    #[test]
+    fn the_proof_verifiers_clock_and_head_age_come_from_the_flags() {
+        let default = freshness(&remote(&[]));
+        assert_eq!(default, Freshness::default());
+        assert_eq!(default.max_head_age, 3);
+        let set = freshness(&remote(&["--clock", "1746612311", "--max-head-age", "8"]));
+        assert_eq!(set.clock, Clock::Fixed(1_746_612_311));
+        assert_eq!(set.max_head_age, 8);
     }
 
     fn remote(extra: &[&str]) -> RpcArgs {

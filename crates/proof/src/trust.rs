@@ -28,6 +28,7 @@ use sszgate_light::types::{
 use tree_hash::TreeHash;
 
 use crate::error::{Check, ProofError, ensure, fail};
+use crate::tags::{Finalized, Freshness};
 use crate::types::{BootstrapUnion, LcSyncData, UpdateUnion};
 
 /// Periods of committee keys kept at most (colibri keeps 8); the oldest go first.
@@ -52,6 +53,11 @@ pub struct TrustedState {
     pub codes: HashMap<B256, Bytes>,
     /// Digests of (signing root, aggregate) pairs whose signature verified, newest last.
     verified: Arc<Mutex<VecDeque<B256>>>,
+    /// The clock and the bound `latest` is checked with (`tags`).
+    pub freshness: Freshness,
+    /// The newest finalized header taken from verified sync data (not saved: a restart
+    /// learns it again from the next sync data).
+    finalized: Option<Finalized>,
 }
 
 /// What a verifier tells a prover it has (the `c4` field, spec §8.3 and §13): nothing, the
@@ -142,6 +148,26 @@ impl TrustedState {
             committees: BTreeMap::new(),
             codes: HashMap::new(),
             verified: Arc::default(),
+            freshness: Freshness::default(),
+            finalized: None,
+        }
+    }
+
+    /// The newest finalized header known from verified sync data, if any.
+    pub fn finalized(&self) -> Option<Finalized> {
+        self.finalized
+    }
+
+    /// Takes `header` as finalized if it is newer than the one held; only for headers whose
+    /// finality verified sync data shows (a bootstrap of the trusted checkpoint, a finality
+    /// update's finalized header).
+    pub(crate) fn learn_finalized(&mut self, header: &sszgate_light::types::LightClientHeader) {
+        let seen = Finalized {
+            slot: header.beacon.slot,
+            block_number: header.execution.block_number,
+        };
+        if self.finalized.is_none_or(|held| held.slot < seen.slot) {
+            self.finalized = Some(seen);
         }
     }
 
@@ -349,7 +375,9 @@ impl TrustedState {
         // The light client's own bootstrap check: root, execution branch, committee branch.
         let store = LightClientStore::bootstrap(self.spec.clone(), checkpoint, bootstrap)
             .map_err(|e| sync_error(format!("bootstrap: {e}")))?;
-        self.add_committee(period, store.current_sync_committee())
+        self.add_committee(period, store.current_sync_committee())?;
+        self.learn_finalized(&bootstrap.header);
+        Ok(())
     }
 
     fn apply_update<C: Unsigned, F: Unsigned>(
@@ -394,8 +422,17 @@ impl TrustedState {
             u.signature_slot,
             &what,
         )?;
-        self.add_committee(period + 1, &u.next_sync_committee)
+        self.add_committee(period + 1, &u.next_sync_committee)?;
+        if is_finality_update(u) {
+            self.learn_finalized(&u.finalized_header);
+        }
+        Ok(())
     }
+}
+
+/// Whether an update carries a finalized header (a finality branch that is not all zeros).
+fn is_finality_update<C: Unsigned, F: Unsigned>(u: &LightClientUpdateSsz<C, F>) -> bool {
+    u.finality_branch.iter().any(|n| !n.is_zero())
 }
 
 /// An update's branches: the attested header's execution branch, the next committee's and
@@ -422,7 +459,7 @@ fn check_update_branches<C: Unsigned, F: Unsigned>(
         committee_gindex,
         "next_sync_committee_branch",
     )?;
-    if u.finality_branch.iter().all(|n| n.is_zero()) {
+    if !is_finality_update(u) {
         // Not a finality update: the specs require the finalized header to be empty.
         return ensure(
             u.finalized_header == Default::default(),
