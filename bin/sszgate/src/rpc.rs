@@ -25,7 +25,7 @@ use sszgate_proof::{
     remote::ProofClient,
     tags::{Clock, DEFAULT_MAX_HEAD_AGE, Freshness},
 };
-use sszgate_rpc::{Config, LightAnchors, Routes, Server};
+use sszgate_rpc::{BpoForks, Config, ForkSchedule, LightAnchors, Routes, Server};
 
 /// `sszgate rpc`.
 #[derive(Args, Debug, Clone)]
@@ -81,6 +81,16 @@ pub(crate) struct RpcArgs {
     /// eth_blockNumber) may be; an older one is refused.
     #[arg(long, env = "SSZGATE_RPC_MAX_HEAD_AGE", value_name = "SLOTS", default_value_t = DEFAULT_MAX_HEAD_AGE)]
     max_head_age: u64,
+    /// The chain's blob-parameter-only forks (EIP-7892), for a chain sszgate does not know:
+    /// `TIME:TARGET:MAX:FRACTION,…` (activation Unix time, target and maximum blobs per block,
+    /// base-fee update fraction), e.g. `0:48:72:5007716`. Its EVM revisions follow the beacon
+    /// node's fork epochs.
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_BLOB_SCHEDULE",
+        value_name = "TIME:TARGET:MAX:FRACTION,…"
+    )]
+    blob_schedule: Option<BpoForks>,
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
@@ -148,19 +158,12 @@ fn freshness(args: &RpcArgs) -> Freshness {
     }
 }
 
-/// The chain id of a known chain, by the light client's name for it.
-fn known_chain_id(name: &str) -> Option<u64> {
-    match name {
-        "mainnet" => Some(1),
-        "sepolia" => Some(11_155_111),
-        "hoodi" => Some(560_048),
-        _ => None,
-    }
-}
-
 /// The server's configuration, from the arguments and the chain being verified.
 fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
-    let chain_id = match (args.chain_id, known_chain_id(&spec.name)) {
+    let chain_id = match (
+        args.chain_id,
+        sszgate_proof::trust::known_chain_id(&spec.name),
+    ) {
         (Some(given), Some(known)) if given != known => {
             bail!(
                 "--chain-id {given}: the beacon node serves {}, chain id {known}",
@@ -178,7 +181,18 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
     config.listen = args.listen;
     config.upstream_timeout = args.upstream_timeout;
     config.allow_unverified = args.allow_unverified.clone();
+    config.blob_schedule = fork_table(args, spec, chain_id)?;
     Ok(config)
+}
+
+/// The chain's fork table: built in for a known chain, else from the beacon node's fork
+/// epochs and --blob-schedule.
+fn fork_table(args: &RpcArgs, spec: &ChainSpec, chain_id: u64) -> Result<ForkSchedule> {
+    match (&args.blob_schedule, ForkSchedule::is_known(chain_id)) {
+        (Some(_), true) => bail!("--blob-schedule: chain id {chain_id} has a built-in schedule"),
+        (bpo, _) => Ok(ForkSchedule::for_chain_or_consensus(chain_id, spec)
+            .with_bpo(bpo.clone().unwrap_or_default().0)),
+    }
 }
 
 /// Runs `sszgate rpc` until SIGINT or SIGTERM.
@@ -316,6 +330,7 @@ async fn serve_remote(
     let config = settings(args, &spec)?;
     let mut trust = remote_trust(args, spec, api.as_ref(), &state).await?;
     trust.freshness = freshness(args);
+    trust.forks = config.blob_schedule.clone();
     let client = ProofClient::new(
         prover,
         args.upstream_timeout,
@@ -434,6 +449,25 @@ mod tests {
         let set = freshness(&remote(&["--clock", "1746612311", "--max-head-age", "8"]));
         assert_eq!(set.clock, Clock::Fixed(1_746_612_311));
         assert_eq!(set.max_head_age, 8);
+    }
+
+    #[test]
+    fn the_fork_table_is_built_in_or_from_the_beacon_forks_and_blob_schedule() {
+        let mainnet = ChainSpec::mainnet();
+        let c = settings(&args(&[]), &mainnet).unwrap();
+        assert_eq!(c.blob_schedule, ForkSchedule::mainnet());
+        let known = settings(&args(&["--blob-schedule", "0:48:72:5007716"]), &mainnet);
+        assert!(known.unwrap_err().to_string().contains("built-in"));
+        let custom = ChainSpec {
+            name: "custom".into(),
+            ..ChainSpec::mainnet()
+        };
+        let flags = ["--chain-id", "1337", "--blob-schedule", "0:48:72:5007716"];
+        let c = settings(&args(&flags), &custom).unwrap();
+        let bpo = c.blob_schedule.at(u64::MAX).unwrap();
+        assert_eq!((bpo.target_blob_count, bpo.max_blob_count), (48, 72));
+        let bad = Cli::try_parse_from(["rpc", "--prover", "http://p", "--blob-schedule", "1:2"]);
+        assert!(bad.is_err());
     }
 
     fn remote(extra: &[&str]) -> RpcArgs {

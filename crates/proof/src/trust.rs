@@ -25,6 +25,7 @@ use sszgate_light::store::{LightClientStore, check_lc_header, is_supermajority};
 use sszgate_light::types::{
     BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee,
 };
+use sszgate_rpc::ForkSchedule;
 use tree_hash::TreeHash;
 
 use crate::error::{Check, ProofError, ensure, fail};
@@ -41,10 +42,11 @@ pub const MAX_SYNC_UPDATES: usize = 128;
 /// Signatures remembered as checked (a repeated header costs a hash, not a pairing).
 const VERIFIED_SIGNATURES: usize = 64;
 
-/// The verifier's trust: chain parameters, checkpoint and committee keys by period.
+/// The verifier's trust: chain parameters, checkpoint and committee keys by period; and the
+/// execution chain's id and fork table a proven call runs with.
 #[derive(Debug, Clone)]
 pub struct TrustedState {
-    /// The chain (mainnet for colibri's chain id 1).
+    /// The consensus chain (mainnet for colibri's chain id 1).
     pub spec: ChainSpec,
     /// A trusted beacon block root a bootstrap must match.
     pub checkpoint: Option<B256>,
@@ -55,6 +57,10 @@ pub struct TrustedState {
     verified: Arc<Mutex<VecDeque<B256>>>,
     /// The clock and the bound `latest` is checked with (`tags`).
     pub freshness: Freshness,
+    /// The execution chain's id (eth_call's `CHAINID`, a call's `chainId`).
+    pub chain_id: u64,
+    /// The execution chain's fork table: EVM revision and blob parameters by time.
+    pub forks: ForkSchedule,
     /// The newest finalized header taken from verified sync data (not saved: a restart
     /// learns it again from the next sync data).
     finalized: Option<Finalized>,
@@ -110,6 +116,16 @@ impl ClientState {
     }
 }
 
+/// The execution chain id of a known network, by the consensus spec's name for it.
+pub fn known_chain_id(name: &str) -> Option<u64> {
+    match name {
+        "mainnet" => Some(1),
+        "sepolia" => Some(11_155_111),
+        "hoodi" => Some(560_048),
+        _ => None,
+    }
+}
+
 /// The saved file's first bytes.
 const SAVED_MAGIC: &[u8; 8] = b"SZGTRST1";
 /// Magic, checkpoint flag and root, entry count.
@@ -142,7 +158,10 @@ fn sync_error(e: impl std::fmt::Display) -> ProofError {
 impl TrustedState {
     /// A state with no keys.
     pub fn new(spec: ChainSpec) -> TrustedState {
+        let chain_id = known_chain_id(&spec.name).unwrap_or(1);
         TrustedState {
+            chain_id,
+            forks: ForkSchedule::for_chain_or_consensus(chain_id, &spec),
             spec,
             checkpoint: None,
             committees: BTreeMap::new(),
