@@ -23,8 +23,9 @@ use sszgate_proof::{
     TrustedState,
     prover::{Prover, endpoint::ProofEndpoint},
     remote::ProofClient,
+    tags::{Clock, DEFAULT_MAX_HEAD_AGE, Freshness},
 };
-use sszgate_rpc::{Config, LightAnchors, Routes, Server};
+use sszgate_rpc::{BpoForks, Config, ForkSchedule, LightAnchors, Routes, Server};
 
 /// `sszgate rpc`.
 #[derive(Args, Debug, Clone)]
@@ -94,6 +95,20 @@ pub(crate) struct RpcArgs {
         value_parser = clap::value_parser!(u16).range(1..=512)
     )]
     min_participation: u16,
+    /// With --prover: how many slots behind the clock the block answering `latest` (and
+    /// eth_blockNumber) may be; an older one is refused.
+    #[arg(long, env = "SSZGATE_RPC_MAX_HEAD_AGE", value_name = "SLOTS", default_value_t = DEFAULT_MAX_HEAD_AGE)]
+    max_head_age: u64,
+    /// The chain's blob-parameter-only forks (EIP-7892), for a chain sszgate does not know:
+    /// `TIME:TARGET:MAX:FRACTION,…` (activation Unix time, target and maximum blobs per block,
+    /// base-fee update fraction), e.g. `0:48:72:5007716`. Its EVM revisions follow the beacon
+    /// node's fork epochs.
+    #[arg(
+        long,
+        env = "SSZGATE_RPC_BLOB_SCHEDULE",
+        value_name = "TIME:TARGET:MAX:FRACTION,…"
+    )]
+    blob_schedule: Option<BpoForks>,
     /// Timeout of one upstream request.
     #[arg(long, env = "SSZGATE_RPC_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     upstream_timeout: Duration,
@@ -230,19 +245,20 @@ fn fixed_clock() -> u64 {
     FIXED_CLOCK.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// The chain id of a known chain, by the light client's name for it.
-fn known_chain_id(name: &str) -> Option<u64> {
-    match name {
-        "mainnet" => Some(1),
-        "sepolia" => Some(11_155_111),
-        "hoodi" => Some(560_048),
-        _ => None,
+/// The proof verifier's clock (the system's, or --clock's) and --max-head-age.
+fn freshness(args: &RpcArgs) -> Freshness {
+    Freshness {
+        clock: args.clock.map_or(Clock::System, Clock::Fixed),
+        max_head_age: args.max_head_age,
     }
 }
 
 /// The server's configuration, from the arguments and the chain being verified.
 fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
-    let chain_id = match (args.chain_id, known_chain_id(&spec.name)) {
+    let chain_id = match (
+        args.chain_id,
+        sszgate_proof::trust::known_chain_id(&spec.name),
+    ) {
         (Some(given), Some(known)) if given != known => {
             bail!(
                 "--chain-id {given}: the beacon node serves {}, chain id {known}",
@@ -269,7 +285,18 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
         fetches: args.max_upstream_fetches,
         bytes: args.max_upstream_bytes,
     };
+    config.blob_schedule = fork_table(args, spec, chain_id)?;
     Ok(config)
+}
+
+/// The chain's fork table: built in for a known chain, else from the beacon node's fork
+/// epochs and --blob-schedule.
+fn fork_table(args: &RpcArgs, spec: &ChainSpec, chain_id: u64) -> Result<ForkSchedule> {
+    match (&args.blob_schedule, ForkSchedule::is_known(chain_id)) {
+        (Some(_), true) => bail!("--blob-schedule: chain id {chain_id} has a built-in schedule"),
+        (bpo, _) => Ok(ForkSchedule::for_chain_or_consensus(chain_id, spec)
+            .with_bpo(bpo.clone().unwrap_or_default().0)),
+    }
 }
 
 /// Runs `sszgate rpc` until SIGINT or SIGTERM.
@@ -414,7 +441,9 @@ async fn serve_remote(
     };
     let spec = chain_spec(args, api.as_ref()).await?;
     let config = settings(args, &spec)?;
-    let trust = remote_trust(args, spec, api.as_ref(), &state).await?;
+    let mut trust = remote_trust(args, spec, api.as_ref(), &state).await?;
+    trust.freshness = freshness(args);
+    trust.forks = config.blob_schedule.clone();
     let client = ProofClient::new(
         prover,
         args.upstream_timeout,
@@ -588,6 +617,35 @@ mod tests {
         assert_eq!(c.upstream_timeout, Duration::from_secs(3));
         assert_eq!(c.beacon.as_deref(), Some("http://cl"));
         assert_eq!(c.execution, "http://el");
+    }
+
+    #[test]
+    fn the_proof_verifiers_clock_and_head_age_come_from_the_flags() {
+        let default = freshness(&remote(&[]));
+        assert_eq!(default, Freshness::default());
+        assert_eq!(default.max_head_age, 3);
+        let set = freshness(&remote(&["--clock", "1746612311", "--max-head-age", "8"]));
+        assert_eq!(set.clock, Clock::Fixed(1_746_612_311));
+        assert_eq!(set.max_head_age, 8);
+    }
+
+    #[test]
+    fn the_fork_table_is_built_in_or_from_the_beacon_forks_and_blob_schedule() {
+        let mainnet = ChainSpec::mainnet();
+        let c = settings(&args(&[]), &mainnet).unwrap();
+        assert_eq!(c.blob_schedule, ForkSchedule::mainnet());
+        let known = settings(&args(&["--blob-schedule", "0:48:72:5007716"]), &mainnet);
+        assert!(known.unwrap_err().to_string().contains("built-in"));
+        let custom = ChainSpec {
+            name: "custom".into(),
+            ..ChainSpec::mainnet()
+        };
+        let flags = ["--chain-id", "1337", "--blob-schedule", "0:48:72:5007716"];
+        let c = settings(&args(&flags), &custom).unwrap();
+        let bpo = c.blob_schedule.at(u64::MAX).unwrap();
+        assert_eq!((bpo.target_blob_count, bpo.max_blob_count), (48, 72));
+        let bad = Cli::try_parse_from(["rpc", "--prover", "http://p", "--blob-schedule", "1:2"]);
+        assert!(bad.is_err());
     }
 
     fn remote(extra: &[&str]) -> RpcArgs {

@@ -19,6 +19,7 @@ use crate::multiproof::{self, BLOCK_HASH, BLOCK_NUMBER, STATE_ROOT, u64_leaf};
 use crate::params::{self, BlockArg};
 use crate::patricia;
 use crate::render::{bytes, qty, qty256};
+use crate::tags::{ProvenBlock, check_tag};
 use crate::trust::TrustedState;
 use crate::types::{AccountProof, BigBytes, DataUnion, StateBlockUnion, StateProof, StorageProof};
 
@@ -89,7 +90,8 @@ pub fn prove_account(
 }
 
 /// Checks a `StateProof`: `state_root` (and the block hash or number it names) proven to the
-/// header, the header to a signature, and the block argument against what was proven.
+/// header, the header to a signature, and the block argument against what was proven (a tag
+/// by `tags`' rules).
 pub fn verify_state_proof(
     trust: &TrustedState,
     sp: &StateProof,
@@ -98,7 +100,14 @@ pub fn verify_state_proof(
 ) -> Result<(), ProofError> {
     let mut leaves = BTreeMap::from([(STATE_ROOT, state_root)]);
     let matches = match (&sp.block, block) {
-        (StateBlockUnion::None, BlockArg::Tag(_)) => true,
+        (StateBlockUnion::None, BlockArg::Tag(tag)) => {
+            let at = ProvenBlock {
+                slot: sp.header.slot,
+                number: None,
+            };
+            check_tag(trust, tag, at)?;
+            true
+        }
         (StateBlockUnion::Hash(h), BlockArg::Hash(asked)) => {
             leaves.insert(BLOCK_HASH, *h);
             h == asked

@@ -20,8 +20,9 @@ use crate::header::verify_header;
 use crate::multiproof::{self, BLOCK_NUMBER, TIMESTAMP, u64_leaf};
 use crate::params;
 use crate::render::{bytes, qty, qty256};
+use crate::tags::{ProvenBlock, check_block, check_tag};
 use crate::trust::TrustedState;
-use crate::txs::{Position, check_block_arg, decode_tx, render_tx};
+use crate::txs::{Position, decode_tx, render_tx};
 use crate::types::{BlockNumberProof, BlockProof, ExecutionPayloadUnion};
 
 /// Body gindex of the execution payload.
@@ -46,6 +47,12 @@ pub fn verify_block_number(
         "BlockNumberProof.proof",
     )?;
     verify_header(trust, &p.header, &p.header_proof, "BlockNumberProof")?;
+    // The newest block number: the proven header must be fresh, as for `latest`.
+    let at = ProvenBlock {
+        slot: p.header.slot,
+        number: Some(p.block_number),
+    };
+    check_tag(trust, "latest", at)?;
     Ok(qty(p.block_number))
 }
 
@@ -58,10 +65,15 @@ pub fn verify_block(
     let ExecutionPayloadUnion::Deneb(payload) = &p.execution_payload;
     let leaves = BTreeMap::from([(EXECUTION_PAYLOAD, payload.tree_hash_root())]);
     multiproof::verify(&leaves, &p.proof, p.header.body_root, "BlockProof.proof")?;
-    check_block_arg(
+    let at = ProvenBlock {
+        slot: p.header.slot,
+        number: Some(payload.block_number),
+    };
+    check_block(
+        trust,
         &params::block(params, 0)?,
-        payload.block_hash,
-        payload.block_number,
+        at,
+        Some(payload.block_hash),
     )?;
     verify_header(trust, &p.header, &p.header_proof, "BlockProof")?;
     let full = params.get(1).and_then(Value::as_bool).unwrap_or(false);

@@ -5,19 +5,23 @@
 //! Differences from colibri (§15 items 13, 14): storage values are the Patricia walk's result
 //! (absent → 0); the block context is not in the proof, so a call that reads it (COINBASE,
 //! TIMESTAMP, NUMBER, PREVRANDAO, GASLIMIT, BASEFEE, BLOBBASEFEE, BLOCKHASH) is refused as
-//! unprovable instead of run with zeros; the EVM revision is the signed header's fork (Deneb →
-//! Cancun, Electra → Prague, Fulu → Osaka); a revert is reported as such, with its data. The
-//! caller and the zero address (the fee recipient here) may stay out of the proof as long as
-//! no opcode reads their state. Not bound by the proof: the gas left (a call that depends on
-//! the exact gas limit may differ from a node's answer; `gas` defaults to [`DEFAULT_GAS`]).
+//! unprovable instead of run with zeros; the EVM revision comes from the chain's fork table
+//! at the block's time and the chain id from the verifier's configuration (colibri: chain id
+//! 1 always); a revert is reported as such, with its data. The caller and the zero address
+//! (the fee recipient here) may stay out of the proof as long as nothing reads their state:
+//! an opcode (BALANCE, EXTCODE*, a CALL, a SELFDESTRUCT paying them) or an EIP-7702
+//! delegation to them makes the call unprovable; a delegation to any account outside the
+//! proof does too. The call object, its gas (geth's 50M RPC cap), the transaction and the
+//! EVM configuration are sszgate-rpc's, shared with the local mode. Not bound by the proof:
+//! the gas left (a call that depends on the exact gas limit may differ from a node's answer).
 
 use std::collections::HashMap;
 
-use alloy_primitives::{Address, B256, Bytes, TxKind, U256, keccak256};
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_trie::KECCAK_EMPTY;
 use revm::bytecode::Bytecode;
+use revm::context::BlockEnv;
 use revm::context::result::{EVMError, ExecutionResult};
-use revm::context::{BlockEnv, TxEnv};
 use revm::database_interface::DBErrorMarker;
 use revm::interpreter::Interpreter;
 use revm::interpreter::interpreter::EthInterpreter;
@@ -33,9 +37,7 @@ use crate::params;
 use crate::render::bytes;
 use crate::trust::TrustedState;
 use crate::types::{CallProof, CodeUnion};
-
-/// Gas of a call that names none.
-pub const DEFAULT_GAS: u64 = 30_000_000;
+use sszgate_rpc::{CallRequest, account_read, call_gas, delegate_of, eth_call_cfg, tx_env};
 
 /// An account the call may read.
 struct Proven {
@@ -61,7 +63,13 @@ impl Database for ProofDb<'_> {
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Unproven> {
         match self.accounts.get(&address) {
-            Some(a) => Ok(Some(a.info.clone())),
+            Some(a) => match delegate_of(&a.info) {
+                // Running `address` runs its delegate's code, which must be proven too.
+                Some(to) if !self.accounts.contains_key(&to) => Err(Unproven(format!(
+                    "{address} delegates to {to}, whose account is not in the proof"
+                ))),
+                _ => Ok(Some(a.info.clone())),
+            },
             None if self.bookkeeping.contains(&address) => Ok(None),
             None => Err(Unproven(format!("missing account proof for {address}"))),
         }
@@ -100,8 +108,10 @@ struct ContextGuard {
 
 impl<CTX> Inspector<CTX, EthInterpreter> for ContextGuard {
     fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
-        let op = interp.bytecode.opcode();
-        let name = match op {
+        if self.unproven.is_some() {
+            return;
+        }
+        let name = match interp.bytecode.opcode() {
             0x41 => "COINBASE",
             0x42 => "TIMESTAMP",
             0x43 => "NUMBER",
@@ -110,76 +120,19 @@ impl<CTX> Inspector<CTX, EthInterpreter> for ContextGuard {
             0x48 => "BASEFEE",
             0x4a => "BLOBBASEFEE",
             _ => {
-                // BALANCE, EXTCODE*, and the CALLs (address under the gas) of an unproven account.
-                let depth = match op {
-                    0x31 | 0x3b | 0x3c | 0x3f => 0,
-                    0xf1 | 0xf2 | 0xf4 | 0xfa => 1,
-                    _ => return,
-                };
-                let Ok(word) = interp.stack.peek(depth) else {
-                    return;
-                };
-                let address = Address::from_word(B256::from(word));
-                if self.bookkeeping.contains(&address) && self.unproven.is_none() {
+                // BALANCE, EXTCODE*, the CALLs and SELFDESTRUCT of an unproven account.
+                if let Some(address) = account_read(interp)
+                    && self.bookkeeping.contains(&address)
+                {
                     self.unproven = Some(format!("the call reads the unproven account {address}"));
                 }
                 return;
             }
         };
-        if self.unproven.is_none() {
-            self.unproven = Some(format!(
-                "the call reads {name}, which the proof does not bind"
-            ));
-        }
+        self.unproven = Some(format!(
+            "the call reads {name}, which the proof does not bind"
+        ));
     }
-}
-
-/// The call object of eth_call.
-struct Call {
-    from: Address,
-    to: Address,
-    data: Bytes,
-    value: U256,
-    gas: u64,
-}
-
-fn parse_call(params: &Value) -> Result<Call, ProofError> {
-    let o = params::param(params, 0)?
-        .as_object()
-        .ok_or_else(|| ProofError::Params("param 0: not a call object".into()))?;
-    let bad = |k: &str| ProofError::Params(format!("param 0: bad {k}"));
-    let text = |k: &str| o.get(k).and_then(Value::as_str);
-    let to = text("to")
-        .ok_or_else(|| bad("to (contract creation is not verified)"))?
-        .parse()
-        .map_err(|_| bad("to"))?;
-    let from = text("from")
-        .map(str::parse)
-        .transpose()
-        .map_err(|_| bad("from"))?
-        .unwrap_or_default();
-    let data = text("input")
-        .or(text("data"))
-        .map(str::parse::<Bytes>)
-        .transpose()
-        .map_err(|_| bad("data"))?
-        .unwrap_or_default();
-    let number = |k: &str| {
-        o.get(k)
-            .map(|v| params::u256_of(v).ok_or_else(|| bad(k)))
-            .transpose()
-    };
-    let value = number("value")?.unwrap_or_default();
-    let gas = number("gas")?.map_or(Ok(DEFAULT_GAS), |g| {
-        u64::try_from(g).map_err(|_| bad("gas"))
-    })?;
-    Ok(Call {
-        from,
-        to,
-        data,
-        value,
-        gas,
-    })
 }
 
 /// Proves every account of the proof against one state root; returns the root and the
@@ -232,23 +185,12 @@ fn prove_accounts(
     Ok((root, accounts))
 }
 
-/// The EVM revision of a beacon fork version: Deneb Cancun, Electra Prague, Fulu Osaka.
-fn revision(fork_version: [u8; 4]) -> Result<SpecId, ProofError> {
-    match fork_version[0] {
-        4 => Ok(SpecId::CANCUN),
-        5 => Ok(SpecId::PRAGUE),
-        6 => Ok(SpecId::OSAKA),
-        v => Err(ProofError::Unsupported(format!(
-            "eth_call in beacon fork {v}"
-        ))),
-    }
-}
-
-/// Runs `call` over `accounts` with revision `spec`.
+/// Runs `call` over `accounts` with revision `spec` on chain `chain_id`.
 fn run(
     accounts: &HashMap<Address, Proven>,
-    call: &Call,
+    call: &CallRequest,
     spec: SpecId,
+    chain_id: u64,
 ) -> Result<Value, ProofError> {
     let bookkeeping = [call.from, Address::ZERO];
     let mut guard = ContextGuard {
@@ -263,23 +205,12 @@ fn run(
         let ctx = Context::mainnet()
             .with_db(db)
             .with_block(BlockEnv {
-                gas_limit: call.gas,
+                gas_limit: call_gas(call),
                 ..Default::default()
             })
-            .modify_cfg_chained(|cfg| sszgate_rpc::eth_call_cfg(cfg, spec, 1));
-        let tx = TxEnv {
-            caller: call.from,
-            gas_limit: call.gas,
-            gas_price: 0,
-            kind: TxKind::Call(call.to),
-            value: call.value,
-            data: call.data.clone(),
-            nonce: 0,
-            chain_id: Some(1),
-            ..Default::default()
-        };
+            .modify_cfg_chained(|cfg| eth_call_cfg(cfg, spec, chain_id));
         ctx.build_mainnet_with_inspector(&mut guard)
-            .inspect_one_tx(tx)
+            .inspect_one_tx(tx_env(call, chain_id))
     };
     if let Some(why) = guard.unproven {
         return Err(ProofError::Unprovable(why));
@@ -297,22 +228,34 @@ fn run(
     }
 }
 
+/// The EVM revision of a block at beacon `slot`: the chain's fork table at the slot's time
+/// (an execution block's timestamp is its slot's).
+fn revision(trust: &TrustedState, slot: u64) -> Result<SpecId, ProofError> {
+    let spec = &trust.spec;
+    let time = slot
+        .checked_mul(spec.seconds_per_slot)
+        .and_then(|s| s.checked_add(spec.genesis_time));
+    time.and_then(|t| trust.forks.revision_at(t))
+        .ok_or_else(|| {
+            ProofError::Unsupported(format!(
+                "eth_call at slot {slot}: no EVM revision in this chain's fork table"
+            ))
+        })
+}
+
 /// eth_call: accounts proven, state root proven, the call run over the proven state.
 pub fn verify_call(
     trust: &TrustedState,
     p: &CallProof,
     params: &Value,
 ) -> Result<Value, ProofError> {
-    let call = parse_call(params)?;
+    let call = CallRequest::parse(params.get(0), trust.chain_id)
+        .map_err(|e| ProofError::Params(e.to_string()))?;
     let block = params::block(params, 1)?;
     let (root, accounts) = prove_accounts(p, &trust.codes)?;
     verify_state_proof(trust, &p.state_proof, root, &block)?;
-    let slot = p.state_proof.header.slot;
-    run(
-        &accounts,
-        &call,
-        revision(trust.spec.fork_version(trust.spec.epoch(slot)))?,
-    )
+    let spec = revision(trust, p.state_proof.header.slot)?;
+    run(&accounts, &call, spec, trust.chain_id)
 }
 
 #[cfg(test)]
@@ -321,29 +264,83 @@ mod tests {
 
     const CONTRACT: Address = Address::repeat_byte(0xc0);
 
-    /// Runs a call to a contract with `code` and no storage.
-    fn call_code(code: &[u8]) -> Result<Value, ProofError> {
+    const CALLER: Address = Address::repeat_byte(0xca);
+
+    /// One contract with `code` and no storage.
+    fn contract(code: &[u8]) -> HashMap<Address, Proven> {
         let code = Bytes::copy_from_slice(code);
         let info = AccountInfo {
             code_hash: keccak256(&code),
             code: Some(Bytecode::new_raw(code)),
             ..Default::default()
         };
-        let accounts = HashMap::from([(
-            CONTRACT,
-            Proven {
-                info,
-                storage: HashMap::new(),
-            },
-        )]);
-        let call = Call {
-            from: Address::ZERO,
-            to: CONTRACT,
-            data: Bytes::new(),
-            value: U256::ZERO,
-            gas: DEFAULT_GAS,
-        };
-        run(&accounts, &call, SpecId::PRAGUE)
+        let storage = HashMap::new();
+        HashMap::from([(CONTRACT, Proven { info, storage })])
+    }
+
+    /// Runs a call from [`CALLER`] (with `gas`) to a contract with `code` and no storage,
+    /// under `spec`.
+    fn call_with(code: &[u8], gas: Option<u64>, spec: SpecId) -> Result<Value, ProofError> {
+        let gas = gas.map(|g| format!("{g:#x}"));
+        let call = serde_json::json!({"from": CALLER, "to": CONTRACT, "gas": gas});
+        let call = CallRequest::parse(Some(&call), 1).unwrap();
+        run(&contract(code), &call, spec, 1)
+    }
+
+    /// Runs a call to a contract with `code` and no storage, under Prague.
+    fn call_code(code: &[u8]) -> Result<Value, ProofError> {
+        call_with(code, None, SpecId::PRAGUE)
+    }
+
+    #[test]
+    fn a_call_without_gas_runs_under_osaka_with_geths_cap() {
+        // GAS PUSH0 MSTORE PUSH1 32 PUSH0 RETURN: the gas left.
+        let gas_left = [0x5a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3];
+        let out = call_with(&gas_left, None, SpecId::OSAKA).unwrap();
+        let expected = sszgate_rpc::RPC_GAS_CAP - 21_000 - 2;
+        assert_eq!(out, bytes(B256::from(U256::from(expected))));
+        // More than the cap is capped (proof mode's gas was unbounded before Osaka).
+        let out = call_with(&gas_left, Some(u64::MAX), SpecId::PRAGUE).unwrap();
+        assert_eq!(out, bytes(B256::from(U256::from(expected))));
+    }
+
+    #[test]
+    fn chainid_is_the_configured_chains() {
+        // CHAINID PUSH0 MSTORE PUSH1 32 PUSH0 RETURN
+        let accounts = contract(&[0x46, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
+        let call = serde_json::json!({"to": CONTRACT});
+        let call = CallRequest::parse(Some(&call), 1337).unwrap();
+        let out = run(&accounts, &call, SpecId::OSAKA, 1337).unwrap();
+        assert_eq!(out, bytes(B256::from(U256::from(1337))));
+    }
+
+    #[test]
+    fn a_selfdestruct_to_an_unproven_account_is_unprovable() {
+        // CALLER SELFDESTRUCT
+        let err = call_code(&[0x33, 0xff]).unwrap_err();
+        assert!(
+            matches!(&err, ProofError::Unprovable(w) if w.contains(&CALLER.to_string())),
+            "{err}"
+        );
+        // PUSH20 <outside the proof> SELFDESTRUCT
+        let mut code = vec![0x73];
+        code.extend_from_slice(&[0x11; 20]);
+        code.push(0xff);
+        let err = call_code(&code).unwrap_err();
+        assert!(matches!(err, ProofError::Unprovable(_)), "{err}");
+    }
+
+    #[test]
+    fn a_delegation_to_an_account_outside_the_proof_is_unprovable() {
+        for to in [CALLER, Address::ZERO, Address::repeat_byte(0x11)] {
+            let mut code = vec![0xef, 0x01, 0x00];
+            code.extend_from_slice(to.as_slice());
+            let err = call_code(&code).unwrap_err();
+            assert!(
+                matches!(&err, ProofError::Unprovable(w) if w.contains("delegates")),
+                "{to}: {err}"
+            );
+        }
     }
 
     #[test]

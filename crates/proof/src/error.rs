@@ -36,6 +36,8 @@ pub enum Check {
     Request,
     /// Contract code hashes to the proven code hash.
     Code,
+    /// The proven block is what the request's block tag names (`latest`: fresh by the clock).
+    Tag,
 }
 
 impl Check {
@@ -57,6 +59,7 @@ impl Check {
             Check::Transaction => "transaction",
             Check::Request => "request",
             Check::Code => "code",
+            Check::Tag => "tag",
         }
     }
 }

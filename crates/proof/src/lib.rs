@@ -5,7 +5,8 @@
 //! Modules: `ssz` (the container and union macros), `types` (the wire format), `error`,
 //! `trust` (keys per period and the sync data that adds them), `header` (a data header tied to
 //! a signature), `multiproof` (SSZ multiproofs), `patricia` (trie proofs), `params` (request
-//! parameters), `render` (JSON), and one module per method family: `blocks`, `txs`,
+//! parameters), `tags` (what a block tag may mean: the clock, `latest`'s freshness,
+//! `finalized`), `render` (JSON), and one module per method family: `blocks`, `txs`,
 //! `receipts`, `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
 //! execution RPC and a Beacon API, and serves them (`prover::endpoint`);
 //! `remote` verifies a prover's proofs as `sszgate rpc --prover` does.
@@ -26,6 +27,7 @@ pub mod receipts;
 pub mod remote;
 pub mod render;
 pub mod ssz;
+pub mod tags;
 pub mod trust;
 pub mod txs;
 pub mod types;

@@ -63,18 +63,19 @@ pub fn quantity(params: &Value, i: usize) -> Result<u64, ProofError> {
         .ok_or_else(|| bad(i, "not a 64-bit hex quantity"))
 }
 
+/// A block argument: a tag, a hex number or a 32-byte hash; `None` when it is none of them.
+pub fn block_arg(v: &Value) -> Option<BlockArg> {
+    let s = v.as_str()?;
+    match s {
+        "latest" | "safe" | "finalized" | "pending" | "earliest" => Some(BlockArg::Tag(s.into())),
+        _ if s.len() == 66 => s.parse().ok().map(BlockArg::Hash),
+        _ => u256_of(v)
+            .and_then(|n| u64::try_from(n).ok())
+            .map(BlockArg::Number),
+    }
+}
+
 /// Parameter `i` as a block argument: a tag, a hex number or a 32-byte hash.
 pub fn block(params: &Value, i: usize) -> Result<BlockArg, ProofError> {
-    let v = param(params, i)?;
-    let s = v
-        .as_str()
-        .ok_or_else(|| bad(i, "not a block tag, number or hash"))?;
-    match s {
-        "latest" | "safe" | "finalized" | "pending" | "earliest" => Ok(BlockArg::Tag(s.into())),
-        _ if s.len() == 66 => s
-            .parse()
-            .map(BlockArg::Hash)
-            .map_err(|_| bad(i, "bad block hash")),
-        _ => quantity(params, i).map(BlockArg::Number),
-    }
+    block_arg(param(params, i)?).ok_or_else(|| bad(i, "not a block tag, number or hash"))
 }

@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 use crate::error::{Check, ProofError, ensure, fail};
 use crate::header::verify_header;
 use crate::multiproof::{self, BLOCK_HASH, BLOCK_NUMBER, RECEIPTS_ROOT, u64_leaf};
-use crate::params::{self, u256_of};
+use crate::params::{self, BlockArg};
 use crate::patricia;
 use crate::render::{bytes, qty};
+use crate::tags::{ProvenBlock, check_from, check_to};
 use crate::trust::TrustedState;
 use crate::txs::{Tx, decode_tx, tx_leaf, tx_leaves};
 use crate::types::{BigBytes, EthReceiptData, Log, LogsBlock, LogsTx, ReceiptProof};
@@ -218,66 +219,104 @@ pub fn verify_receipt(
     Ok(render_receipt(d, &tx))
 }
 
-/// An eth_getLogs filter, as far as it can be checked against proven logs.
+/// Which blocks an eth_getLogs filter names: one by hash, or a range (each bound a number or
+/// a tag; absent bounds are `latest`, as nodes read them).
+enum Blocks {
+    Hash(B256),
+    Range { from: BlockArg, to: BlockArg },
+}
+
+/// An eth_getLogs filter: every part of it is checked, a part it cannot check is refused.
 struct Filter {
     addresses: Vec<alloy_primitives::Address>,
     topics: Vec<Option<Vec<B256>>>,
-    from: Option<u64>,
-    to: Option<u64>,
+    blocks: Blocks,
+}
+
+/// The filter keys nodes accept; any other key is refused rather than ignored.
+const FILTER_KEYS: [&str; 5] = ["address", "topics", "fromBlock", "toBlock", "blockHash"];
+
+/// Topic positions a filter may constrain (LOG0 to LOG4).
+const MAX_TOPICS: usize = 4;
+
+fn filter_error(detail: String) -> ProofError {
+    ProofError::Params(format!("filter: {detail}"))
+}
+
+/// A string, or a list of strings, each parsed by `parse`; `None` when absent or null.
+fn one_or_many<T: std::str::FromStr>(
+    v: Option<&Value>,
+    what: &str,
+) -> Result<Option<Vec<T>>, ProofError> {
+    let one = |x: &Value| {
+        x.as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| filter_error(format!("bad {what} {x}")))
+    };
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a.iter().map(one).collect::<Result<_, _>>().map(Some),
+        Some(x) => one(x).map(|t| Some(vec![t])),
+    }
 }
 
 impl Filter {
     fn parse(params: &Value) -> Result<Filter, ProofError> {
-        let f = params::param(params, 0)?;
-        let list = |v: Option<&Value>| -> Result<Option<Vec<String>>, ProofError> {
-            match v {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
-                Some(Value::Array(a)) => Ok(Some(
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect(),
-                )),
-                Some(_) => Err(ProofError::Params("filter: bad address or topic".into())),
-            }
-        };
-        let parse_all = |v: Vec<String>| -> Result<Vec<B256>, ProofError> {
-            v.iter()
-                .map(|s| {
-                    s.parse()
-                        .map_err(|_| ProofError::Params(format!("filter: bad topic {s}")))
-                })
-                .collect()
-        };
-        let addresses = list(f.get("address"))?
-            .unwrap_or_default()
-            .iter()
-            .map(|s| {
-                s.parse()
-                    .map_err(|_| ProofError::Params(format!("filter: bad address {s}")))
-            })
-            .collect::<Result<_, _>>()?;
+        let f = params::param(params, 0)?
+            .as_object()
+            .ok_or_else(|| filter_error("not an object".into()))?;
+        if let Some(k) = f.keys().find(|k| !FILTER_KEYS.contains(&k.as_str())) {
+            return Err(filter_error(format!("{k} is not a filter field")));
+        }
+        let addresses = one_or_many(f.get("address"), "address")?.unwrap_or_default();
         let topics = match f.get("topics") {
-            Some(Value::Array(a)) => a
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) if a.len() <= MAX_TOPICS => a
                 .iter()
-                .map(|t| list(Some(t))?.map(parse_all).transpose())
+                .map(|t| one_or_many(Some(t), "topic"))
                 .collect::<Result<_, _>>()?,
-            _ => Vec::new(),
-        };
-        let number = |k: &str| {
-            f.get(k)
-                .and_then(u256_of)
-                .and_then(|n| u64::try_from(n).ok())
+            Some(_) => {
+                return Err(filter_error(format!(
+                    "topics: a list of at most {MAX_TOPICS} positions expected"
+                )));
+            }
         };
         Ok(Filter {
             addresses,
             topics,
-            from: number("fromBlock"),
-            to: number("toBlock"),
+            blocks: Self::blocks(f)?,
         })
     }
 
-    fn matches(&self, address: &alloy_primitives::Address, topics: &[B256], block: u64) -> bool {
+    fn blocks(f: &serde_json::Map<String, Value>) -> Result<Blocks, ProofError> {
+        let field = |k: &str| f.get(k).filter(|v| !v.is_null());
+        let bound = |k: &str| match field(k) {
+            None => Ok(BlockArg::Tag("latest".into())),
+            Some(v) => match params::block_arg(v) {
+                Some(b @ (BlockArg::Number(_) | BlockArg::Tag(_))) => Ok(b),
+                _ => Err(filter_error(format!("{k}: not a block number or tag"))),
+            },
+        };
+        match field("blockHash") {
+            Some(_) if field("fromBlock").is_some() || field("toBlock").is_some() => Err(
+                filter_error("blockHash together with fromBlock or toBlock".into()),
+            ),
+            Some(h) => h
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .map(Blocks::Hash)
+                .ok_or_else(|| filter_error("blockHash: not a 32-byte hash".into())),
+            None => match (bound("fromBlock")?, bound("toBlock")?) {
+                (BlockArg::Number(a), BlockArg::Number(b)) if a > b => {
+                    Err(filter_error(format!("fromBlock {a} is after toBlock {b}")))
+                }
+                (from, to) => Ok(Blocks::Range { from, to }),
+            },
+        }
+    }
+
+    /// Whether a log's address and topics match.
+    fn matches(&self, address: &alloy_primitives::Address, topics: &[B256]) -> bool {
         (self.addresses.is_empty() || self.addresses.contains(address))
             && self.topics.iter().enumerate().all(|(i, t)| match t {
                 None => true,
@@ -285,8 +324,37 @@ impl Filter {
                     .get(i)
                     .is_some_and(|x| any.is_empty() || any.contains(x)),
             })
-            && self.from.is_none_or(|f| block >= f)
-            && self.to.is_none_or(|t| block <= t)
+    }
+
+    /// Checks that a proven block is one the filter names.
+    fn check_block(
+        &self,
+        trust: &TrustedState,
+        b: &LogsBlock,
+        bi: usize,
+    ) -> Result<(), ProofError> {
+        let at = ProvenBlock {
+            slot: b.header.slot,
+            number: Some(b.block_number),
+        };
+        let outside = |e: ProofError| match e {
+            ProofError::Check { check, detail } => ProofError::Check {
+                check,
+                detail: format!("LogsProof[{bi}] (block {}): {detail}", b.block_number),
+            },
+            other => other,
+        };
+        match &self.blocks {
+            Blocks::Hash(h) => ensure(*h == b.block_hash, Check::Request, || {
+                format!(
+                    "LogsProof[{bi}]: block {} ({}) is not the blockHash {h} asked for",
+                    b.block_number, b.block_hash
+                )
+            }),
+            Blocks::Range { from, to } => check_from(trust, from, at)
+                .and_then(|()| check_to(trust, to, at))
+                .map_err(outside),
+        }
     }
 }
 
@@ -349,6 +417,7 @@ pub fn verify_logs(
     let filter = Filter::parse(params)?;
     let mut proven = BTreeMap::new();
     for (bi, b) in blocks.iter().enumerate() {
+        filter.check_block(trust, b, bi)?;
         let receipts = verify_logs_block(trust, b, bi)?;
         ensure(
             proven
@@ -364,7 +433,7 @@ pub fn verify_logs(
         let what = format!("EthLogs[{i}]");
         match_log(&proven, &mut used, log, &what)?;
         ensure(
-            filter.matches(&log.address, &log.topics, log.block_number),
+            filter.matches(&log.address, &log.topics),
             Check::Request,
             || format!("{what}: does not match the filter"),
         )?;
@@ -413,7 +482,7 @@ fn check_complete(proven: &Proven, used: &Used, filter: &Filter) -> Result<(), P
             for (j, l) in receipt.logs().iter().enumerate() {
                 let returned = used.get(&(*number, *index)).is_some_and(|f| f[j]);
                 ensure(
-                    returned || !filter.matches(&l.address, l.topics(), *number),
+                    returned || !filter.matches(&l.address, l.topics()),
                     Check::ReceiptData,
                     || {
                         format!(

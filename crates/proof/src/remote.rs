@@ -37,15 +37,17 @@ pub struct ProofClient {
 }
 
 impl ProofClient {
-    /// A client of the prover at `url` for chain `chain_id`, trusting `trust`, saving the
-    /// keys it learns to `state_path`.
+    /// A client of the prover at `url` for chain `chain_id`, trusting `trust` (whose fork
+    /// table its eth_call uses), saving the keys it learns to `state_path`.
     pub fn new(
         url: &str,
         timeout: Duration,
-        trust: TrustedState,
+        mut trust: TrustedState,
         chain_id: u64,
         state_path: Option<PathBuf>,
     ) -> Result<ProofClient, String> {
+        // A proven eth_call runs with the configured chain's id.
+        trust.chain_id = chain_id;
         Ok(ProofClient {
             prover: Upstream::new(url, None, timeout, MAX_PROOF)?,
             trust: Mutex::new(trust),

@@ -26,9 +26,11 @@ use sszgate_light::store::{LightClientStore, check_lc_header};
 use sszgate_light::types::{
     BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee,
 };
+use sszgate_rpc::ForkSchedule;
 use tree_hash::TreeHash;
 
 use crate::error::{Check, ProofError, ensure, fail};
+use crate::tags::{Finalized, Freshness};
 use crate::types::{BootstrapUnion, LcSyncData, UpdateUnion};
 
 /// Periods of committee keys kept at most (colibri keeps 8); the oldest go first.
@@ -41,10 +43,11 @@ pub const MAX_SYNC_UPDATES: usize = 128;
 /// Signatures remembered as checked (a repeated header costs a hash, not a pairing).
 const VERIFIED_SIGNATURES: usize = 64;
 
-/// The verifier's trust: chain parameters, checkpoint and committee keys by period.
+/// The verifier's trust: chain parameters, checkpoint and committee keys by period; and the
+/// execution chain's id and fork table a proven call runs with.
 #[derive(Debug, Clone)]
 pub struct TrustedState {
-    /// The chain (mainnet for colibri's chain id 1).
+    /// The consensus chain (mainnet for colibri's chain id 1).
     pub spec: ChainSpec,
     /// A trusted beacon block root a bootstrap must match.
     pub checkpoint: Option<B256>,
@@ -53,6 +56,15 @@ pub struct TrustedState {
     pub codes: HashMap<B256, Bytes>,
     /// Digests of (signing root, aggregate) pairs whose signature verified, newest last.
     verified: Arc<Mutex<VecDeque<B256>>>,
+    /// The clock and the bound `latest` is checked with (`tags`).
+    pub freshness: Freshness,
+    /// The execution chain's id (eth_call's `CHAINID`, a call's `chainId`).
+    pub chain_id: u64,
+    /// The execution chain's fork table: EVM revision and blob parameters by time.
+    pub forks: ForkSchedule,
+    /// The newest finalized header taken from verified sync data (not saved: a restart
+    /// learns it again from the next sync data).
+    finalized: Option<Finalized>,
 }
 
 /// What a verifier tells a prover it has (the `c4` field, spec §8.3 and §13): nothing, the
@@ -105,6 +117,16 @@ impl ClientState {
     }
 }
 
+/// The execution chain id of a known network, by the consensus spec's name for it.
+pub fn known_chain_id(name: &str) -> Option<u64> {
+    match name {
+        "mainnet" => Some(1),
+        "sepolia" => Some(11_155_111),
+        "hoodi" => Some(560_048),
+        _ => None,
+    }
+}
+
 /// The saved file's first bytes.
 const SAVED_MAGIC: &[u8; 8] = b"SZGTRST1";
 /// Magic, checkpoint flag and root, entry count.
@@ -137,12 +159,35 @@ fn sync_error(e: impl std::fmt::Display) -> ProofError {
 impl TrustedState {
     /// A state with no keys.
     pub fn new(spec: ChainSpec) -> TrustedState {
+        let chain_id = known_chain_id(&spec.name).unwrap_or(1);
         TrustedState {
+            chain_id,
+            forks: ForkSchedule::for_chain_or_consensus(chain_id, &spec),
             spec,
             checkpoint: None,
             committees: BTreeMap::new(),
             codes: HashMap::new(),
             verified: Arc::default(),
+            freshness: Freshness::default(),
+            finalized: None,
+        }
+    }
+
+    /// The newest finalized header known from verified sync data, if any.
+    pub fn finalized(&self) -> Option<Finalized> {
+        self.finalized
+    }
+
+    /// Takes `header` as finalized if it is newer than the one held; only for headers whose
+    /// finality verified sync data shows (a bootstrap of the trusted checkpoint, a finality
+    /// update's finalized header).
+    pub(crate) fn learn_finalized(&mut self, header: &sszgate_light::types::LightClientHeader) {
+        let seen = Finalized {
+            slot: header.beacon.slot,
+            block_number: header.execution.block_number,
+        };
+        if self.finalized.is_none_or(|held| held.slot < seen.slot) {
+            self.finalized = Some(seen);
         }
     }
 
@@ -354,7 +399,9 @@ impl TrustedState {
         // The light client's own bootstrap check: root, execution branch, committee branch.
         let store = LightClientStore::bootstrap(self.spec.clone(), checkpoint, bootstrap)
             .map_err(|e| sync_error(format!("bootstrap: {e}")))?;
-        self.add_committee(period, store.current_sync_committee())
+        self.add_committee(period, store.current_sync_committee())?;
+        self.learn_finalized(&bootstrap.header);
+        Ok(())
     }
 
     fn apply_update<C: Unsigned, F: Unsigned>(
@@ -399,8 +446,17 @@ impl TrustedState {
             u.signature_slot,
             &what,
         )?;
-        self.add_committee(period + 1, &u.next_sync_committee)
+        self.add_committee(period + 1, &u.next_sync_committee)?;
+        if is_finality_update(u) {
+            self.learn_finalized(&u.finalized_header);
+        }
+        Ok(())
     }
+}
+
+/// Whether an update carries a finalized header (a finality branch that is not all zeros).
+fn is_finality_update<C: Unsigned, F: Unsigned>(u: &LightClientUpdateSsz<C, F>) -> bool {
+    u.finality_branch.iter().any(|n| !n.is_zero())
 }
 
 /// An update's branches: the attested header's execution branch, the next committee's and
@@ -427,7 +483,7 @@ fn check_update_branches<C: Unsigned, F: Unsigned>(
         committee_gindex,
         "next_sync_committee_branch",
     )?;
-    if u.finality_branch.iter().all(|n| n.is_zero()) {
+    if !is_finality_update(u) {
         // Not a finality update: the specs require the finalized header to be empty.
         return ensure(
             u.finalized_header == Default::default(),

@@ -18,6 +18,7 @@ use crate::header::verify_header;
 use crate::multiproof::{self, BASE_FEE, BLOCK_HASH, BLOCK_NUMBER, u64_leaf};
 use crate::params::{self, BlockArg};
 use crate::render::{bytes, qty, qty256};
+use crate::tags::{ProvenBlock, check_block};
 use crate::trust::TrustedState;
 use crate::types::{BigBytes, TransactionProof};
 
@@ -141,6 +142,7 @@ pub fn render_tx(tx: &Tx, at: Position, base_fee: u64) -> Value {
 
 /// Checks the request's parameters against the proven transaction.
 fn check_request(
+    trust: &TrustedState,
     method: &str,
     params: &serde_json::Value,
     tx: &Tx,
@@ -172,20 +174,11 @@ fn check_request(
             )
         },
     )?;
-    check_block_arg(&block, p.block_hash, p.block_number)
-}
-
-/// Checks a block argument against a proven block hash and number (tags cannot be checked).
-pub fn check_block_arg(block: &BlockArg, hash: B256, number: u64) -> Result<(), ProofError> {
-    match block {
-        BlockArg::Hash(h) => ensure(*h == hash, Check::Request, || {
-            format!("blockHash: the proof is for {hash}, {h} was asked for")
-        }),
-        BlockArg::Number(n) => ensure(*n == number, Check::Request, || {
-            format!("blockNumber: the proof is for {number}, {n} was asked for")
-        }),
-        BlockArg::Tag(_) => Ok(()),
-    }
+    let at = ProvenBlock {
+        slot: p.header.slot,
+        number: Some(p.block_number),
+    };
+    check_block(trust, &block, at, Some(p.block_hash))
 }
 
 /// eth_getTransactionBy*: the transaction, number, hash and base fee proven to the header,
@@ -197,7 +190,7 @@ pub fn verify_transaction(
     params: &Value,
 ) -> Result<Value, ProofError> {
     let tx = decode_tx(&p.transaction, "TransactionProof.transaction")?;
-    check_request(method, params, &tx, p)?;
+    check_request(trust, method, params, &tx, p)?;
     let mut leaves = tx_leaves(
         p.block_number,
         p.block_hash,

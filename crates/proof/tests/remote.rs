@@ -173,7 +173,7 @@ async fn a_checkpoint_is_enough_the_prover_sends_its_bootstrap() {
     let e = expected(case);
     let checkpoint: B256 = e["trusted_checkpoint"].as_str().unwrap().parse().unwrap();
     let s = setup(case).await;
-    let mut trust = TrustedState::new(ChainSpec::mainnet());
+    let mut trust = common::empty_trust_for(case);
     trust.checkpoint = Some(checkpoint);
     let file = std::env::temp_dir().join(format!("sszgate-proof-keys-{}.bin", std::process::id()));
     let c = client(&s, "/proof", trust, Some(file.clone()));
@@ -182,6 +182,7 @@ async fn a_checkpoint_is_enough_the_prover_sends_its_bootstrap() {
     // The checkpoint is in the block's own period 1407.
     assert_eq!(c.periods(), [1407]);
     let mut saved = TrustedState::load(ChainSpec::mainnet(), &file).unwrap();
+    saved.freshness.clock = common::clock_for(case);
     assert_eq!(saved.client_state(), ClientState::Periods(vec![1407]));
     assert_eq!(saved.checkpoint, Some(checkpoint));
     // The saved keys verify the vector's proof (no sync data in it) after a restart.
@@ -199,7 +200,8 @@ async fn keys_of_an_older_period_are_carried_forward_by_fourteen_updates() {
     let e = expected(case);
     let s = setup(case).await;
     // Only period 1393's keys (those of eth_getBalance1's vector): the block is in 1407.
-    let trust = trust_for("eth_getBalance1");
+    let mut trust = trust_for("eth_getBalance1");
+    trust.freshness.clock = common::clock_for(case);
     assert_eq!(trust.periods(), [1393]);
     let c = client(&s, "/proof", trust, None);
     let method = e["method"].as_str().unwrap();

@@ -5,16 +5,23 @@
 //!
 //! The caller and the block's fee recipient are loaded by the EVM's transaction bookkeeping
 //! before any code runs; they stay unproven ("provisional", empty) unless an opcode reads
-//! their state (BALANCE, EXTCODE*, a CALL to them), which an inspector watches for. Fees,
-//! nonce and balance checks are off (as in `eth_call`). `BLOCKHASH` is not proven, nor
+//! their state (BALANCE, EXTCODE*, a CALL to them, a SELFDESTRUCT paying them) or a proven
+//! account's EIP-7702 delegation points to them, which an inspector and the state watch for.
+//! Fees, nonce and balance checks are off (as in `eth_call`). `BLOCKHASH` is not proven, nor
 //! `BLOBBASEFEE` without the chain's blob schedule: either makes the call unprovable.
 //!
-//! Not here: fetching proofs and code (`verifier`).
+//! Shared with the proof verifier (`sszgate-proof`'s `call`): the call object
+//! ([`CallRequest`]: every field used as geth uses it or refused by name), its gas
+//! ([`call_gas`]: geth's 50M RPC cap, no EIP-7825 cap, as geth's eth_call), the transaction
+//! ([`tx_env`]), the EVM configuration ([`eth_call_cfg`]) and the watched reads
+//! ([`account_read`], [`delegate_of`]).
+//!
+//! Not here: fetching proofs and code (`verifier`); the fork table (`blobs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use alloy_consensus::Header;
-use alloy_eips::eip7840::BlobParams;
+use alloy_eips::{eip2930::AccessList, eip7840::BlobParams};
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use revm::{
     Context, Database, InspectEvm, Inspector, MainBuilder, MainContext,
@@ -28,17 +35,60 @@ use revm::{
 };
 use serde_json::Value;
 
-use crate::{blobs::BlobSchedule, error::RpcError};
-
-/// Mainnet's Osaka activation time (not visible in header fields).
-const MAINNET_OSAKA_TIME: u64 = 1_764_798_551;
+use crate::{blobs::ForkSchedule, error::RpcError};
 
 /// The update fraction filled in when the blob schedule is not known (Cancun's).
 const UNKNOWN_SCHEDULE_FRACTION: u64 = 3_338_477;
 
+/// The gas of a call that names none, and the most a call may use: geth's default RPC gas cap
+/// (`--rpc.gascap`). Like geth's eth_call, the EIP-7825 per-transaction cap does not apply.
+pub const RPC_GAS_CAP: u64 = 50_000_000;
+
+/// The EIP-7825 transaction gas cap from Osaka: the most eth_estimateGas answers there, as
+/// geth's estimator caps its upper bound.
+pub const OSAKA_TX_GAS_CAP: u64 = 1 << 24;
+
+/// Call-object fields accepted with a zero value only: a non-zero fee would be charged to
+/// the caller, whose balance is not proven (geth charges it).
+const ZERO_ONLY: [&str; 4] = [
+    "gasPrice",
+    "maxFeePerGas",
+    "maxPriorityFeePerGas",
+    "maxFeePerBlobGas",
+];
+
+/// Call-object fields refused with their name: what they change is not proven here.
+const REFUSED: [(&str, &str); 5] = [
+    (
+        "authorizationList",
+        "EIP-7702 authorizations in a call are not verified",
+    ),
+    (
+        "blobVersionedHashes",
+        "blob transactions in a call are not verified",
+    ),
+    ("blobs", "blob sidecars in a call are not verified"),
+    ("commitments", "blob sidecars in a call are not verified"),
+    ("proofs", "blob sidecars in a call are not verified"),
+];
+
+/// Fields a call object may have (geth's `TransactionArgs`, and `type`).
+const KNOWN: [&str; 10] = [
+    "from",
+    "to",
+    "gas",
+    "value",
+    "nonce",
+    "data",
+    "input",
+    "accessList",
+    "chainId",
+    "type",
+];
+
 /// An `eth_call` request: a call (contract creation is not supported).
 #[derive(Debug, Clone)]
-pub(crate) struct CallRequest {
+pub struct CallRequest {
     /// `from`, zero when absent.
     pub from: Address,
     /// `to`.
@@ -47,49 +97,54 @@ pub(crate) struct CallRequest {
     pub data: Bytes,
     /// `value`.
     pub value: U256,
-    /// `gas`, the block gas limit when absent.
+    /// `gas`, [`RPC_GAS_CAP`] when absent.
     pub gas: Option<u64>,
+    /// `accessList` (warms its accounts and slots, as in a transaction).
+    pub access_list: AccessList,
 }
 
 impl CallRequest {
-    /// Reads the call object of `eth_call`.
-    pub(crate) fn parse(v: Option<&Value>) -> Result<CallRequest, RpcError> {
+    /// Reads the call object of `eth_call` on chain `chain_id`: every field used as geth uses
+    /// it, or refused with its name.
+    pub fn parse(v: Option<&Value>, chain_id: u64) -> Result<CallRequest, RpcError> {
         let bad = |what: &str| RpcError::InvalidParams(format!("param 0: {what}"));
         let o = v
             .and_then(Value::as_object)
             .ok_or_else(|| bad("not a call object"))?;
-        let field = |k: &str| o.get(k).filter(|v| !v.is_null());
-        let parse = |k: &str| -> Result<Option<Value>, RpcError> { Ok(field(k).cloned()) };
-        let to: Address = serde_json::from_value(
-            parse("to")?.ok_or_else(|| bad("no `to` (contract creation is not verified)"))?,
-        )
-        .map_err(|e| bad(&format!("to: {e}")))?;
-        let data: Bytes = match parse("input")?.or(parse("data")?) {
-            Some(d) => serde_json::from_value(d).map_err(|e| bad(&format!("data: {e}")))?,
-            None => Bytes::new(),
-        };
-        let from: Address = match parse("from")? {
-            Some(f) => serde_json::from_value(f).map_err(|e| bad(&format!("from: {e}")))?,
-            None => Address::ZERO,
-        };
-        let value: U256 = match parse("value")? {
-            Some(v) => serde_json::from_value(v).map_err(|e| bad(&format!("value: {e}")))?,
-            None => U256::ZERO,
-        };
-        let gas = match parse("gas")? {
-            Some(g) => Some(
-                serde_json::from_value::<alloy_primitives::U64>(g)
-                    .map_err(|e| bad(&format!("gas: {e}")))?
-                    .to::<u64>(),
-            ),
-            None => None,
-        };
+        check_fields(o, chain_id)?;
+        let field = |k: &str| o.get(k).filter(|v| !v.is_null()).cloned();
+        fn read<T: serde::de::DeserializeOwned + Default>(
+            v: Option<Value>,
+            k: &str,
+        ) -> Result<T, RpcError> {
+            v.map_or(Ok(T::default()), |v| {
+                serde_json::from_value(v)
+                    .map_err(|e| RpcError::InvalidParams(format!("param 0: {k}: {e}")))
+            })
+        }
+        let to: Address = read(
+            Some(field("to").ok_or_else(|| bad("no `to` (contract creation is not verified)"))?),
+            "to",
+        )?;
+        let (input, data): (Bytes, Bytes) =
+            (read(field("input"), "input")?, read(field("data"), "data")?);
+        if field("input").is_some() && field("data").is_some() && input != data {
+            return Err(bad("both input and data set and not equal"));
+        }
+        let gas = field("gas")
+            .map(|g| read::<alloy_primitives::U64>(Some(g), "gas").map(|g| g.to::<u64>()))
+            .transpose()?;
         Ok(CallRequest {
-            from,
+            from: read(field("from"), "from")?,
             to,
-            data,
-            value,
+            data: if field("input").is_some() {
+                input
+            } else {
+                data
+            },
+            value: read(field("value"), "value")?,
             gas,
+            access_list: read(field("accessList"), "accessList")?,
         })
     }
 
@@ -107,6 +162,57 @@ impl CallRequest {
         }
         text + "}"
     }
+}
+
+/// Refuses call-object fields this verifier cannot use as geth does, naming them.
+fn check_fields(o: &serde_json::Map<String, Value>, chain_id: u64) -> Result<(), RpcError> {
+    let bad = |k: &str, why: String| RpcError::InvalidParams(format!("param 0: {k}: {why}"));
+    let quantity = |k: &str| {
+        o.get(k)
+            .filter(|v| !v.is_null())
+            .map(|v| serde_json::from_value::<U256>(v.clone()).map_err(|e| bad(k, e.to_string())))
+    };
+    for (k, v) in o {
+        if let Some((_, why)) = REFUSED.iter().find(|(name, _)| name == k) {
+            if !v.is_null() {
+                return Err(bad(k, (*why).to_string()));
+            }
+        } else if !KNOWN.contains(&k.as_str()) && !ZERO_ONLY.contains(&k.as_str()) {
+            return Err(bad(k, "not a call field".into()));
+        }
+    }
+    for k in ZERO_ONLY {
+        if quantity(k).transpose()?.is_some_and(|n| !n.is_zero()) {
+            return Err(bad(
+                k,
+                "a non-zero fee needs the caller's balance, which is not proven".into(),
+            ));
+        }
+    }
+    if o.get("gasPrice").is_some_and(|v| !v.is_null())
+        && ["maxFeePerGas", "maxPriorityFeePerGas"]
+            .iter()
+            .any(|k| o.get(*k).is_some_and(|v| !v.is_null()))
+    {
+        return Err(bad(
+            "gasPrice",
+            "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".into(),
+        ));
+    }
+    if let Some(id) = quantity("chainId").transpose()?
+        && id != U256::from(chain_id)
+    {
+        let why = format!("{id} is not this chain's id {chain_id}");
+        return Err(bad("chainId", why));
+    }
+    if let Some(ty) = quantity("type").transpose()?
+        && ty > U256::from(2)
+    {
+        let why = format!("{ty}: only calls of type 0, 1 or 2 are verified");
+        return Err(bad("type", why));
+    }
+    quantity("nonce").transpose()?;
+    Ok(())
 }
 
 /// A proven account: its fields, code, and the storage slots proven so far.
@@ -161,6 +267,12 @@ impl Database for ProvenDb<'_> {
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, NotProven> {
         if let Some(a) = self.state.accounts.get(&address) {
+            // A delegation to a provisional account runs that account's code: prove it.
+            if let Some(delegate) = delegate_of(&a.info)
+                && self.state.provisional.contains(&delegate)
+            {
+                self.needs.touched.insert(delegate);
+            }
             return Ok(Some(a.info.clone()));
         }
         if self.state.provisional.contains(&address) {
@@ -213,32 +325,25 @@ struct Guard<'a> {
 
 impl<CTX> Inspector<CTX, EthInterpreter> for Guard<'_> {
     fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
-        let depth = match interp.bytecode.opcode() {
-            // BALANCE, EXTCODESIZE, EXTCODECOPY, EXTCODEHASH: the address on top.
-            0x31 | 0x3b | 0x3c | 0x3f => 0,
-            // CALL, CALLCODE, DELEGATECALL, STATICCALL: the address under the gas.
-            0xf1 | 0xf2 | 0xf4 | 0xfa => 1,
-            0x4a if !self.blob_fee_known => {
-                self.unprovable =
-                    Some("BLOBBASEFEE: the chain's blob schedule is not known".into());
-                return;
-            }
-            _ => return,
-        };
-        if let Ok(word) = interp.stack.peek(depth) {
-            let address = Address::from_word(B256::from(word));
-            if self.provisional.contains(&address) {
-                self.touched.insert(address);
-            }
+        if interp.bytecode.opcode() == 0x4a && !self.blob_fee_known {
+            self.unprovable = Some("BLOBBASEFEE: the chain's blob schedule is not known".into());
+            return;
+        }
+        if let Some(address) = account_read(interp)
+            && self.provisional.contains(&address)
+        {
+            self.touched.insert(address);
         }
     }
 }
 
-/// The EVM revision of a block: from the header's fork fields (Osaka by time on mainnet).
-pub(crate) fn spec_of(header: &Header, chain_id: u64) -> SpecId {
-    if chain_id == 1 && header.timestamp >= MAINNET_OSAKA_TIME {
-        SpecId::OSAKA
-    } else if header.requests_hash.is_some() {
+/// The EVM revision of a block: the chain's fork table by its timestamp, else (a chain
+/// without a table, or before its first entry) the header's fork fields.
+pub(crate) fn spec_of(header: &Header, forks: &ForkSchedule) -> SpecId {
+    if let Some(spec) = forks.revision_at(header.timestamp) {
+        return spec;
+    }
+    if header.requests_hash.is_some() {
         SpecId::PRAGUE
     } else if header.parent_beacon_block_root.is_some() {
         SpecId::CANCUN
@@ -280,26 +385,69 @@ fn block_env(header: &Header, blob_params: Option<&BlobParams>) -> BlockEnv {
     }
 }
 
-/// The transaction of `call`: no gas price, at most the block's gas limit.
-fn tx_env(call: &CallRequest, header: &Header, chain_id: u64) -> TxEnv {
+/// The gas a call runs with: its `gas`, else [`RPC_GAS_CAP`], and at most that cap (geth's
+/// `CallDefaults`).
+pub fn call_gas(call: &CallRequest) -> u64 {
+    call.gas.unwrap_or(RPC_GAS_CAP).min(RPC_GAS_CAP)
+}
+
+/// The upper bound of eth_estimateGas: the call's gas, else the block's gas limit, at most
+/// [`RPC_GAS_CAP`], and from Osaka at most [`OSAKA_TX_GAS_CAP`] (geth's estimator).
+pub fn estimate_cap(call: &CallRequest, block_gas_limit: u64, spec: SpecId) -> u64 {
+    let cap = call.gas.unwrap_or(block_gas_limit).min(RPC_GAS_CAP);
+    match spec.is_enabled_in(SpecId::OSAKA) {
+        true => cap.min(OSAKA_TX_GAS_CAP),
+        false => cap,
+    }
+}
+
+/// The transaction of `call` on chain `chain_id`: no gas price, [`call_gas`] gas, its access
+/// list (type 1 when it has one).
+pub fn tx_env(call: &CallRequest, chain_id: u64) -> TxEnv {
+    let with_list = !call.access_list.is_empty();
     TxEnv {
+        tx_type: u8::from(with_list),
         caller: call.from,
-        gas_limit: call.gas.unwrap_or(header.gas_limit).min(header.gas_limit),
+        gas_limit: call_gas(call),
         gas_price: 0,
         kind: TxKind::Call(call.to),
         value: call.value,
         data: call.data.clone(),
         nonce: 0,
         chain_id: Some(chain_id),
+        access_list: call.access_list.clone(),
         ..Default::default()
     }
 }
 
+/// The address an opcode about to run reads another account's state of, if any: BALANCE,
+/// EXTCODESIZE, EXTCODECOPY, EXTCODEHASH and SELFDESTRUCT (its beneficiary) on top of the
+/// stack; CALL, CALLCODE, DELEGATECALL, STATICCALL under the gas. Both verifiers' guards
+/// watch these.
+pub fn account_read(interp: &Interpreter<EthInterpreter>) -> Option<Address> {
+    let depth = match interp.bytecode.opcode() {
+        0x31 | 0x3b | 0x3c | 0x3f | 0xff => 0,
+        0xf1 | 0xf2 | 0xf4 | 0xfa => 1,
+        _ => return None,
+    };
+    let word = interp.stack.peek(depth).ok()?;
+    Some(Address::from_word(B256::from(word)))
+}
+
+/// The account an EIP-7702 delegation designator (`0xef0100 || address`) in `info`'s code
+/// points to: running the account runs that one's code, so it must be proven too.
+pub fn delegate_of(info: &AccountInfo) -> Option<Address> {
+    info.code.as_ref().and_then(Bytecode::eip7702_address)
+}
+
 /// The EVM configuration of an `eth_call`: revision `spec` on chain `chain_id`, with the
-/// nonce, balance, base-fee, fee, block-gas-limit and EIP-3607 checks off.
+/// nonce, balance, base-fee, fee, block-gas-limit, EIP-3607 and EIP-7825 checks off.
 pub fn eth_call_cfg(cfg: &mut revm::context::CfgEnv, spec: SpecId, chain_id: u64) {
     cfg.spec = spec;
     cfg.chain_id = chain_id;
+    // geth runs calls with its transaction checks skipped: no EIP-7825 cap (the gas is
+    // bounded by `RPC_GAS_CAP` instead).
+    cfg.tx_gas_limit_cap = Some(u64::MAX);
     cfg.disable_nonce_check = true;
     cfg.disable_balance_check = true;
     cfg.disable_base_fee = true;
@@ -313,12 +461,12 @@ pub fn eth_call_cfg(cfg: &mut revm::context::CfgEnv, spec: SpecId, chain_id: u64
 pub(crate) fn run(
     state: &ProvenState,
     header: &Header,
-    chain: (u64, &BlobSchedule),
+    chain: (u64, &ForkSchedule),
     call: &CallRequest,
 ) -> Result<Run, RpcError> {
     let (chain_id, blobs) = chain;
     let blob_params = blobs.at(header.timestamp);
-    let spec = spec_of(header, chain_id);
+    let spec = spec_of(header, blobs);
     let mut needs = Needs::default();
     let mut guard = Guard {
         provisional: &state.provisional,
@@ -336,7 +484,7 @@ pub(crate) fn run(
             .with_block(block_env(header, blob_params))
             .modify_cfg_chained(|cfg| eth_call_cfg(cfg, spec, chain_id));
         let mut evm = ctx.build_mainnet_with_inspector(&mut guard);
-        evm.inspect_one_tx(tx_env(call, header, chain_id))
+        evm.inspect_one_tx(tx_env(call, chain_id))
     };
     needs.touched.extend(guard.touched);
     if needs.unprovable.is_none() {
@@ -394,13 +542,14 @@ mod tests {
             data: Bytes::new(),
             value: U256::ZERO,
             gas: None,
+            access_list: AccessList::default(),
         };
         (state, header, call)
     }
 
     fn needs(code: &[u8]) -> Needs {
         let (state, header, call) = state_with(code);
-        match run(&state, &header, (1, &BlobSchedule::default()), &call).unwrap() {
+        match run(&state, &header, (1, &ForkSchedule::default()), &call).unwrap() {
             Run::Needs(needs) => needs,
             Run::Done(done) => panic!("ran over unproven state: {done:?}"),
             Run::Invalid(why) => panic!("not run: {why}"),
@@ -412,7 +561,7 @@ mod tests {
         // PUSH1 0x2a PUSH0 MSTORE PUSH1 32 PUSH0 RETURN
         let (state, header, call) = state_with(&[0x60, 0x2a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
         let Run::Done(ExecutionResult::Success { output, .. }) =
-            run(&state, &header, (1, &BlobSchedule::default()), &call).unwrap()
+            run(&state, &header, (1, &ForkSchedule::default()), &call).unwrap()
         else {
             panic!("the call did not succeed");
         };
@@ -460,7 +609,7 @@ mod tests {
         let (state, mut header, call) = state_with(&[0x4a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
         header.timestamp = 1_746_612_311;
         header.excess_blob_gas = Some(10_000_000);
-        let schedule = BlobSchedule::mainnet();
+        let schedule = ForkSchedule::mainnet();
         let Run::Done(ExecutionResult::Success { output, .. }) =
             run(&state, &header, (1, &schedule), &call).unwrap()
         else {
@@ -476,9 +625,122 @@ mod tests {
         let (state, header, mut call) = state_with(&[0x00]);
         call.gas = Some(20_999);
         assert!(matches!(
-            run(&state, &header, (1, &BlobSchedule::default()), &call).unwrap(),
+            run(&state, &header, (1, &ForkSchedule::default()), &call).unwrap(),
             Run::Invalid(_)
         ));
+    }
+
+    #[test]
+    fn a_call_without_gas_runs_on_an_osaka_block() {
+        // GAS PUSH0 MSTORE PUSH1 32 PUSH0 RETURN: the gas left, in an Osaka block whose gas
+        // limit (60M) is above the EIP-7825 cap.
+        let (state, mut header, call) = state_with(&[0x5a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
+        header.timestamp = 1_764_798_551;
+        header.gas_limit = 60_000_000;
+        let forks = ForkSchedule::mainnet();
+        assert_eq!(spec_of(&header, &forks), SpecId::OSAKA);
+        let Run::Done(ExecutionResult::Success { output, .. }) =
+            run(&state, &header, (1, &forks), &call).unwrap()
+        else {
+            panic!("the call did not succeed");
+        };
+        // geth's default: the 50M RPC gas cap, less the intrinsic 21000 and GAS's 2.
+        let left = U256::from_be_slice(output.data());
+        assert_eq!(left, U256::from(RPC_GAS_CAP - 21_000 - 2));
+        // eth_estimateGas searches below the EIP-7825 cap on Osaka, below the block's limit
+        // before.
+        assert_eq!(
+            estimate_cap(&call, 60_000_000, SpecId::OSAKA),
+            OSAKA_TX_GAS_CAP
+        );
+        assert_eq!(estimate_cap(&call, 60_000_000, SpecId::PRAGUE), 50_000_000);
+        assert_eq!(estimate_cap(&call, 30_000_000, SpecId::PRAGUE), 30_000_000);
+    }
+
+    #[test]
+    fn a_selfdestruct_to_the_caller_needs_its_proof() {
+        // CALLER SELFDESTRUCT
+        let needs = needs(&[0x33, 0xff]);
+        assert_eq!(needs.touched.into_iter().collect::<Vec<_>>(), vec![CALLER]);
+    }
+
+    #[test]
+    fn a_delegation_to_the_caller_needs_its_proof() {
+        // The contract's code is a delegation designator to the (provisional) caller.
+        let mut code = vec![0xef, 0x01, 0x00];
+        code.extend_from_slice(CALLER.as_slice());
+        let (state, mut header, call) = state_with(&code);
+        header.timestamp = 1_746_612_311;
+        assert_eq!(delegate_of(&state.accounts[&CONTRACT].info), Some(CALLER));
+        let forks = ForkSchedule::mainnet();
+        let Run::Needs(needs) = run(&state, &header, (1, &forks), &call).unwrap() else {
+            panic!("ran the delegate's unproven code");
+        };
+        assert!(needs.touched.contains(&CALLER), "{needs:?}");
+    }
+
+    fn parse(call: serde_json::Value) -> Result<CallRequest, RpcError> {
+        CallRequest::parse(Some(&call), 1)
+    }
+
+    #[test]
+    fn every_call_field_is_used_or_refused_by_name() {
+        let to = "0x00000000000000000000000000000000000c0de0";
+        let ok = parse(
+            serde_json::json!({"to": to, "gasPrice": "0x0", "nonce": "0x5",
+            "chainId": "0x1", "type": "0x2", "maxFeePerBlobGas": "0x0", "input": "0x01", "data": "0x01",
+            "accessList": [{"address": to, "storageKeys": [B256::ZERO]}]}),
+        );
+        let ok = ok.unwrap();
+        assert_eq!(ok.data, Bytes::from(vec![1]));
+        let tx = tx_env(&ok, 1);
+        assert_eq!((tx.tx_type, tx.access_list.len()), (1, 1));
+        assert_eq!(tx.gas_limit, RPC_GAS_CAP);
+        let mut capped = ok.clone();
+        capped.gas = Some(RPC_GAS_CAP * 2);
+        assert_eq!(call_gas(&capped), RPC_GAS_CAP);
+        for (extra, named) in [
+            (serde_json::json!({"gasPrice": "0x1"}), "gasPrice"),
+            (
+                serde_json::json!({"maxFeePerGas": "0x3b9aca00"}),
+                "maxFeePerGas",
+            ),
+            (
+                serde_json::json!({"maxPriorityFeePerGas": "0x1"}),
+                "maxPriorityFeePerGas",
+            ),
+            (
+                serde_json::json!({"maxFeePerBlobGas": "0x1"}),
+                "maxFeePerBlobGas",
+            ),
+            (
+                serde_json::json!({"gasPrice": "0x0", "maxFeePerGas": "0x0"}),
+                "both gasPrice",
+            ),
+            (
+                serde_json::json!({"blobVersionedHashes": [B256::ZERO]}),
+                "blobVersionedHashes",
+            ),
+            (
+                serde_json::json!({"authorizationList": []}),
+                "authorizationList",
+            ),
+            (serde_json::json!({"chainId": "0x5"}), "chainId"),
+            (serde_json::json!({"type": "0x4"}), "type"),
+            (
+                serde_json::json!({"input": "0x01", "data": "0x02"}),
+                "input and data",
+            ),
+            (serde_json::json!({"gasLimit": "0x1"}), "gasLimit"),
+            (serde_json::json!({"accessList": 5}), "accessList"),
+        ] {
+            let mut call = serde_json::json!({"to": to});
+            for (k, v) in extra.as_object().unwrap() {
+                call[k] = v.clone();
+            }
+            let e = parse(call).unwrap_err().to_string();
+            assert!(e.contains(named), "{named}: {e}");
+        }
     }
 
     #[test]

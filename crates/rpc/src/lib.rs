@@ -8,7 +8,7 @@
 //! ([`Verifier`]). [`serve`] puts a JSON-RPC server in front of it.
 //!
 //! Modules: `anchors` (the trust input), `backend` (what the server asks for answers: the
-//! [`Answerer`] trait, extra POST [`Route`]s), `blobs` (the chain's blob schedule), `upstream` (the untrusted client), `blocks` (headers
+//! [`Answerer`] trait, extra POST [`Route`]s), `blobs` (the chain's fork table: EVM revision and blob parameters by time), `upstream` (the untrusted client), `blocks` (headers
 //! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
 //! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
 //! proven state), `verifier` (the methods),
@@ -33,8 +33,11 @@ mod verifier;
 
 pub use anchors::{AnchorSource, FixedAnchors, LightAnchors};
 pub use backend::{Answerer, BoxFuture, Route, RouteAnswer};
-pub use blobs::BlobSchedule;
-pub use call::eth_call_cfg;
+pub use blobs::{BlobSchedule, BpoForks, ForkSchedule, parse_bpo};
+pub use call::{
+    CallRequest, OSAKA_TX_GAS_CAP, RPC_GAS_CAP, account_read, call_gas, delegate_of, estimate_cap,
+    eth_call_cfg, tx_env,
+};
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
 pub use server::{Config, Metrics, Routes, Server, local_verifier, serve, serve_with};
 pub use sszgate_light::{Anchor, BlockRef, Trust};

@@ -534,10 +534,8 @@ impl<A: AnchorSource> Verifier<A> {
     /// succeeds (exact, by bisection; nodes answer an approximation of it).
     async fn estimate_gas(&self, p: &[Value]) -> Result<Value, RpcError> {
         let (mut call, mut run) = self.call_setup(p, "eth_estimateGas").await?;
-        let cap = call
-            .gas
-            .unwrap_or(run.header.gas_limit)
-            .min(run.header.gas_limit);
+        let spec = crate::call::spec_of(&run.header, &self.blobs);
+        let cap = crate::call::estimate_cap(&call, run.header.gas_limit, spec);
         call.gas = Some(cap);
         let used = match self.run_proven(&mut run, &call).await? {
             ExecutionResult::Success { gas, .. } => gas.tx_gas_used(),
@@ -569,7 +567,7 @@ impl<A: AnchorSource> Verifier<A> {
                 "{method} with state overrides"
             )));
         }
-        let call = CallRequest::parse(params::opt(p, 0))?;
+        let call = CallRequest::parse(params::opt(p, 0), self.chain_id)?;
         let anchor = self.resolve(params::block_ref(p, 1)?).await?;
         let header = self.header(&anchor).await?;
         let number = hex(anchor.number);

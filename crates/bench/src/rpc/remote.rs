@@ -25,6 +25,7 @@ use sszgate_proof::{
     Check, TrustedState,
     prover::Prover,
     receipts::{UNBOUND_LOG_FIELDS, UNBOUND_RECEIPT_FIELDS},
+    tags::{Clock, replay_clock},
 };
 
 use super::{
@@ -44,14 +45,17 @@ struct TrustSource {
     keys: Vec<u8>,
     checkpoint: Option<B256>,
     codes: Vec<Bytes>,
+    /// The recording's time (`latest` is checked against it, as `sszgate rpc --clock` does).
+    clock: Clock,
     /// The keys saved by `TrustedState::save`, once they verified the proof.
     saved: Option<std::path::PathBuf>,
 }
 
 impl TrustSource {
-    /// A new trusted state from the keys (decompressed), checkpoint and code.
+    /// A new trusted state from the keys (decompressed), checkpoint, code and clock.
     fn fresh(&self) -> Result<TrustedState, String> {
         let mut trust = TrustedState::new(ChainSpec::mainnet());
+        trust.freshness.clock = self.clock;
         trust.checkpoint = self.checkpoint;
         trust
             .add_committee_keys(self.period, &self.keys)
@@ -83,6 +87,7 @@ impl TrustSource {
             return self.fresh();
         };
         let mut trust = TrustedState::load(ChainSpec::mainnet(), path)?;
+        trust.freshness.clock = self.clock;
         for code in &self.codes {
             trust.add_code(code.clone());
         }
@@ -200,6 +205,8 @@ fn trust_for(
     let checkpoint = (case.checkpoint.as_deref().map(str::parse::<B256>))
         .transpose()
         .map_err(|e| format!("trusted_blockhash: {e}"))?;
+    let decoded = sszgate_proof::decode(proof).map_err(|e| refused(&e))?;
+    let clock = replay_clock(&ChainSpec::mainnet(), &decoded.proof).unwrap_or_default();
     let mut why = "no committee keys for the case".to_string();
     for (period, keys) in candidates.into_iter().rev() {
         let mut source = TrustSource {
@@ -207,6 +214,7 @@ fn trust_for(
             keys,
             checkpoint,
             codes: codes.clone(),
+            clock,
             saved: None,
         };
         match sszgate_proof::verify(proof, &case.method, params, &mut source.fresh()?) {

@@ -48,10 +48,28 @@ pub(crate) fn expected(case: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// The trust a vector needs: its committee keys (`sync_committee_<period>.pubkeys`) and, for
-/// the sync-data vectors, its trusted checkpoint.
-pub(crate) fn trust_for(case: &str) -> sszgate_proof::TrustedState {
+/// The clock a recorded case is replayed at: the start of the slot after its signed header
+/// (when the signature was made), or the system clock for a case with no signature slot
+/// (eth_getLogs1, asked by block number).
+pub(crate) fn clock_for(case: &str) -> sszgate_proof::tags::Clock {
+    let signed = expected(case)["decoded"]["checks"]["signature"]["signed_slot"].as_u64();
+    let spec = sszgate_light::ChainSpec::mainnet();
+    signed.map_or(sszgate_proof::tags::Clock::System, |slot| {
+        sszgate_proof::tags::Clock::Fixed(spec.genesis_time + (slot + 1) * spec.seconds_per_slot)
+    })
+}
+
+/// A mainnet trust with no keys, its clock at the case's time ([`clock_for`]).
+pub(crate) fn empty_trust_for(case: &str) -> sszgate_proof::TrustedState {
     let mut trust = sszgate_proof::TrustedState::new(sszgate_light::ChainSpec::mainnet());
+    trust.freshness.clock = clock_for(case);
+    trust
+}
+
+/// The trust a vector needs: its committee keys (`sync_committee_<period>.pubkeys`), for the
+/// sync-data vectors its trusted checkpoint, and the clock at its time.
+pub(crate) fn trust_for(case: &str) -> sszgate_proof::TrustedState {
+    let mut trust = empty_trust_for(case);
     let dir = vectors_dir().join(case);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
