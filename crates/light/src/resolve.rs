@@ -21,7 +21,7 @@ use crate::api::BeaconApi;
 use crate::block::{AnyBlock, BlockSummary};
 use crate::client::{
     CLOCK_DISPARITY_SLOTS, LightClient, MAX_BLOCK_BYTES, MAX_CHILD_SEARCH_SLOTS,
-    MAX_NUMBER_SEARCH_STEPS, MAX_PARENT_CHAIN,
+    MAX_NUMBER_SEARCH_STEPS, MAX_PARENT_CHAIN, off_workers,
 };
 use crate::error::LightError;
 use crate::store::{LightClientStore, TrustedHeader};
@@ -139,19 +139,22 @@ impl<A: BeaconApi> LightClient<A> {
                     head.header.parent_root
                 ),
             })?;
-        let verified = self.verify_by_child(&parent, &head)?;
+        let verified = self.verify_by_child(&parent, &head).await?;
         Ok((verified, parent))
     }
 
     /// `parent` verified by `child`'s aggregate under the participation rule; a child from
     /// the future (beyond the clock disparity) is refused first.
-    fn verify_by_child(
+    /// The BLS check runs on the blocking pool.
+    async fn verify_by_child(
         &self,
         parent: &BlockSummary,
         child: &BlockSummary,
     ) -> Result<VerifiedHeader, LightError> {
         self.check_not_future(&child.header)?;
-        verify_signed_by_child(&self.read_store(), self.policy, parent, child)
+        let (store, policy) = (self.read_store(), self.policy);
+        let (parent, child) = (parent.clone(), child.clone());
+        off_workers(move || verify_signed_by_child(&store, policy, &parent, &child)).await?
     }
 
     /// Refuses a header whose slot is ahead of the wall clock by more than
@@ -342,6 +345,7 @@ impl<A: BeaconApi> LightClient<A> {
             let outcome = match self.next_block(current).await {
                 Ok(child) => self
                     .verify_by_child(current, &child)
+                    .await
                     .map_err(|e| (e, Some(child))),
                 Err(e) => Err((e, None)),
             };
