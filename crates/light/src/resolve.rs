@@ -246,6 +246,8 @@ impl<A: BeaconApi> LightClient<A> {
         }
         let head = match self.signed_head_parent().await {
             Ok((verified, parent)) => anchor_block(&verified, &parent).ok(),
+            // One request's spent budget says nothing of the head: not remembered.
+            Err(LightError::Budget { .. }) => return None,
             Err(_) => None,
         };
         if let Ok(mut cache) = self.anchors.lock() {
