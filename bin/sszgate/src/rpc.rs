@@ -85,8 +85,8 @@ pub(crate) struct RpcArgs {
     network: Option<String>,
     /// Sync-committee members (of 512) that must sign a beacon block for it to anchor an
     /// answer. Below 342 (2/3) weakens the guarantee and is logged as a warning; the specs'
-    /// safety threshold (half the most participants seen) still applies. Local mode only:
-    /// proofs are always checked at 2/3.
+    /// safety threshold (half the most participants seen) still applies locally. With
+    /// --prover it is the proof verifier's rule for signed headers and sync data.
     #[arg(
         long,
         env = "SSZGATE_RPC_MIN_PARTICIPATION",
@@ -217,16 +217,10 @@ fn network(args: &RpcArgs) -> Result<Network> {
     })
 }
 
-/// The participation rule anchors are held to; a lowered one only where it applies.
-fn participation(args: &RpcArgs, mode: &Mode) -> Result<ParticipationPolicy> {
+/// The participation rule anchors (local mode) and signed proof headers and sync data
+/// (`--prover`) are held to.
+fn participation(args: &RpcArgs) -> Result<ParticipationPolicy> {
     let min = usize::from(args.min_participation);
-    if matches!(mode, Mode::Remote { .. })
-        && min != ParticipationPolicy::SUPERMAJORITY.min_participants()
-    {
-        bail!(
-            "--min-participation {min}: the proof verifier (--prover) always requires 2/3 of the committee (342); the flag applies to local verification"
-        );
-    }
     ParticipationPolicy::new(min).map_err(|e| anyhow::anyhow!("--min-participation {min}: {e}"))
 }
 
@@ -306,7 +300,7 @@ pub(crate) fn run(args: RpcArgs) -> Result<()> {
 
 async fn run_async(args: RpcArgs) -> Result<()> {
     let mode = mode(&args)?;
-    let policy = participation(&args, &mode)?;
+    let policy = participation(&args)?;
     let state = state_path(&args, &mode);
     let server = match &mode {
         Mode::Local {
@@ -315,7 +309,7 @@ async fn run_async(args: RpcArgs) -> Result<()> {
             serve_proofs,
         } => serve_local(&args, execution, beacon, *serve_proofs, policy, state).await?,
         Mode::Remote { prover, beacon } => {
-            serve_remote(&args, prover, beacon.as_deref(), state).await?
+            serve_remote(&args, prover, beacon.as_deref(), policy, state).await?
         }
     };
     wait(server).await
@@ -433,6 +427,7 @@ async fn serve_remote(
     args: &RpcArgs,
     prover: &str,
     beacon: Option<&str>,
+    policy: ParticipationPolicy,
     state: PathBuf,
 ) -> Result<Server> {
     let api = match beacon {
@@ -441,7 +436,9 @@ async fn serve_remote(
     };
     let spec = chain_spec(args, api.as_ref()).await?;
     let config = settings(args, &spec)?;
-    let mut trust = remote_trust(args, spec, api.as_ref(), &state).await?;
+    let mut trust = remote_trust(args, spec, api.as_ref(), &state)
+        .await?
+        .with_participation(policy);
     trust.freshness = freshness(args);
     trust.forks = config.blob_schedule.clone();
     let client = ProofClient::new(
@@ -536,10 +533,10 @@ mod tests {
     #[test]
     fn min_participation_defaults_to_two_thirds_and_is_bounded() {
         let local = args(&[]);
-        let policy = participation(&local, &mode(&local).unwrap()).unwrap();
+        let policy = participation(&local).unwrap();
         assert_eq!(policy, ParticipationPolicy::SUPERMAJORITY);
         let lowered = args(&["--min-participation", "100"]);
-        let policy = participation(&lowered, &mode(&lowered).unwrap()).unwrap();
+        let policy = participation(&lowered).unwrap();
         assert_eq!(policy.min_participants(), 100);
         for out_of_range in ["0", "513"] {
             let argv = [
@@ -553,14 +550,10 @@ mod tests {
             ];
             assert!(Cli::try_parse_from(argv).is_err(), "{out_of_range}");
         }
+        // The proof verifier takes it too.
         let r = remote(&["--min-participation", "100"]);
-        let e = participation(&r, &mode(&r).unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("--min-participation 100") && e.contains("2/3"),
-            "{e}"
-        );
+        assert!(matches!(mode(&r).unwrap(), Mode::Remote { .. }));
+        assert_eq!(participation(&r).unwrap().min_participants(), 100);
     }
 
     #[test]

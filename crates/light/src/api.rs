@@ -97,6 +97,19 @@ impl HttpBeaconApi {
         accept: &'static str,
         max_bytes: usize,
     ) -> Result<(Vec<u8>, Option<String>), LightError> {
+        // The request being answered pays for this fetch, before it is made.
+        let budget = sszgate_serve::Budget::current();
+        let over = |spent| LightError::Budget {
+            path: path.to_string(),
+            spent,
+        };
+        let limit = match &budget {
+            Some(budget) => {
+                budget.spend_fetch().map_err(over)?;
+                max_bytes.min(usize::try_from(budget.bytes_left()).unwrap_or(usize::MAX))
+            }
+            None => max_bytes,
+        };
         let request = Request::get(self.uri(path)?)
             .header(ACCEPT, accept)
             .body(Empty::new())
@@ -112,16 +125,20 @@ impl HttpBeaconApi {
                 .headers()
                 .get(CONTENT_TYPE)
                 .map(|v| media_type(&String::from_utf8_lossy(v.as_bytes())));
-            let body = Limited::new(response.into_body(), max_bytes)
+            let body = Limited::new(response.into_body(), limit)
                 .collect()
                 .await
-                .map_err(|e| {
-                    api_error(
-                        path,
-                        format!("answer over {max_bytes} bytes or broken: {e}"),
-                    )
+                .map_err(|e| match &budget {
+                    // Over what was left of the budget: it is spent.
+                    Some(budget) if limit < max_bytes => budget
+                        .spend_bytes(limit as u64 + 1)
+                        .map_or_else(over, |()| api_error(path, e)),
+                    _ => api_error(path, format!("answer over {limit} bytes or broken: {e}")),
                 })?
                 .to_bytes();
+            if let Some(budget) = &budget {
+                budget.spend_bytes(body.len() as u64).map_err(over)?;
+            }
             match status {
                 StatusCode::OK => Ok((body.to_vec(), media_type)),
                 StatusCode::NOT_FOUND => Err(LightError::NotFound {

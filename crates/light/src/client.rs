@@ -1,16 +1,17 @@
 //! The light client facade: bootstrap from a checkpoint (or a saved store), sync the store to
 //! the current period, and anchor execution blocks by tag, number or hash.
 //!
-//! The client is `Send + Sync` when its API is: the store sits behind a lock taken only for
-//! the (synchronous) checks, never across a request, so anchors are answered while a sync
-//! runs; syncs themselves run one at a time.
+//! The client is `Send + Sync` when its API is: a sync validates and applies updates to a
+//! copy of the store on tokio's blocking pool and swaps the result in under a lock held only
+//! for the swap, so anchors are answered (from the store as it was) while a sync runs; syncs
+//! themselves run one at a time. BLS checks run on the blocking pool, never on an async worker.
 //!
 //! What does not live here: resolving a block reference to an anchor (see `resolve`), the
 //! checks (see `store`, `anchor`), the transport (see `api`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock};
 
 use alloy_primitives::B256;
 
@@ -80,7 +81,8 @@ pub struct LightStatus {
 pub struct LightClient<A: BeaconApi> {
     pub(crate) api: A,
     pub(crate) spec: ChainSpec,
-    store: RwLock<LightClientStore>,
+    /// The verified store; replaced whole by a sync, so reads never wait for one.
+    store: RwLock<Arc<LightClientStore>>,
     /// Held for the whole of a sync, so that two syncs do not interleave their updates.
     sync_lock: tokio::sync::Mutex<()>,
     store_path: Option<PathBuf>,
@@ -212,7 +214,7 @@ impl<A: BeaconApi> LightClient<A> {
         LightClient {
             api,
             spec: store.spec.clone(),
-            store: RwLock::new(store),
+            store: RwLock::new(Arc::new(store)),
             sync_lock: tokio::sync::Mutex::new(()),
             store_path: None,
             clock: system_clock,
@@ -287,28 +289,61 @@ impl<A: BeaconApi> LightClient<A> {
         self.spec.slot_at((self.clock)())
     }
 
-    /// The store for reading. The store's steps that can fail run before it changes, so a
-    /// lock poisoned by a panic still guards a consistent store and is used.
-    pub(crate) fn read_store(&self) -> RwLockReadGuard<'_, LightClientStore> {
-        self.store.read().unwrap_or_else(|e| e.into_inner())
+    /// The store as it stands (a snapshot: a sync swaps a new one in, never changes it).
+    pub(crate) fn read_store(&self) -> Arc<LightClientStore> {
+        // Only a swap happens under the write lock: a poisoned lock still holds a whole store.
+        self.store.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn write_store(&self) -> RwLockWriteGuard<'_, LightClientStore> {
-        self.store.write().unwrap_or_else(|e| e.into_inner())
+    /// Puts `store` in place of the current one.
+    fn swap_store(&self, store: LightClientStore) -> Arc<LightClientStore> {
+        let store = Arc::new(store);
+        *self.store.write().unwrap_or_else(|e| e.into_inner()) = store.clone();
+        store
     }
 
     /// Brings the store to the current period (updates by period), then applies the latest
     /// finality and optimistic updates, and saves the store if it has a path.
+    ///
+    /// Updates are validated and applied to a copy of the store, off the async workers;
+    /// anchors are answered from the store as it was until the copy is swapped in at the end.
+    /// Only validated changes are in the copy, so it is swapped in even when a later step
+    /// fails (that error is then returned, and the store not saved).
     pub async fn sync(&self) -> Result<SyncReport, LightError> {
         let _one_at_a_time = self.sync_lock.lock().await;
         let current_slot = self.current_slot();
+        let working = WorkingStore::new(&self.read_store());
+        let stages = self.sync_stages(&working, current_slot).await;
+        let store = self.swap_store(working.into_store());
+        let (updates_applied, finality_applied, optimistic_applied) = stages?;
+        if let Some(path) = &self.store_path {
+            persist::save(&store, path)?;
+        }
+        Ok(SyncReport {
+            updates_applied,
+            finality_applied,
+            optimistic_applied,
+            finalized_slot: store.finalized_header.beacon.slot,
+            optimistic_slot: store.optimistic.header.beacon.slot,
+        })
+    }
+
+    /// The sync's steps on `working`: updates by period, then the latest finality and
+    /// optimistic updates; returns (updates applied, finality applied, optimistic applied).
+    async fn sync_stages(
+        &self,
+        working: &WorkingStore,
+        current_slot: u64,
+    ) -> Result<(usize, bool, bool), LightError> {
         // Signatures up to one slot ahead of the local clock are accepted (clock disparity
         // between this host and the beacon node).
         let newest_signature_slot = current_slot.saturating_add(CLOCK_DISPARITY_SLOTS);
         let mut updates_applied = 0;
-        while let Some((start, count, required)) = self.periods_to_fetch(current_slot) {
+        while let Some((start, count, required)) =
+            working.read(|store| periods_to_fetch(store, current_slot))
+        {
             let applied = match self
-                .apply_updates(start, count, newest_signature_slot)
+                .apply_updates(working, start, count, newest_signature_slot)
                 .await
             {
                 Ok(applied) => applied,
@@ -323,48 +358,19 @@ impl<A: BeaconApi> LightClient<A> {
             updates_applied += applied;
         }
         let finality_applied = self
-            .apply_latest("finality_update", newest_signature_slot)
+            .apply_latest(working, "finality_update", newest_signature_slot)
             .await?;
         let optimistic_applied = self
-            .apply_latest("optimistic_update", newest_signature_slot)
+            .apply_latest(working, "optimistic_update", newest_signature_slot)
             .await?;
-        let store = self.read_store();
-        if let Some(path) = &self.store_path {
-            persist::save(&store, path)?;
-        }
-        Ok(SyncReport {
-            updates_applied,
-            finality_applied,
-            optimistic_applied,
-            finalized_slot: store.finalized_header.beacon.slot,
-            optimistic_slot: store.optimistic.header.beacon.slot,
-        })
+        Ok((updates_applied, finality_applied, optimistic_applied))
     }
 
-    /// The `(start_period, count, required)` of updates still to fetch, or `None` when in
-    /// sync. Required: without them signatures at `current_slot` cannot be verified; not
-    /// required: the next committee, fetched ahead of the period's end.
-    fn periods_to_fetch(&self, current_slot: u64) -> Option<(u64, u64, bool)> {
-        let store = self.read_store();
-        let finalized = store.finalized_period();
-        let current = self.spec.period(current_slot);
-        let next_known = store.next_sync_committee().is_some();
-        if current > finalized + 1 || (current == finalized + 1 && !next_known) {
-            Some((
-                finalized,
-                (current - finalized).min(MAX_UPDATES_PER_REQUEST),
-                true,
-            ))
-        } else if current <= finalized && !next_known {
-            Some((finalized, 1, false))
-        } else {
-            None
-        }
-    }
-
-    /// Fetches and applies `count` updates from `start`; returns how many were applied.
+    /// Fetches `count` updates from `start` and applies them to `working`; returns how many
+    /// were applied.
     async fn apply_updates(
         &self,
+        working: &WorkingStore,
         start: u64,
         count: u64,
         current_slot: u64,
@@ -376,21 +382,29 @@ impl<A: BeaconApi> LightClient<A> {
             .into_iter()
             .map(|item| Update::from_ssz(&self.spec, item))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut store = self.write_store();
-        let mut applied = 0;
-        for update in &updates {
-            match store.process_update(update, current_slot) {
-                Ok(outcome) if outcome.applied => applied += 1,
-                Ok(_) | Err(LightError::Irrelevant { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(applied)
+        working
+            .apply(move |store| {
+                let mut applied = 0;
+                for update in &updates {
+                    match store.process_update(update, current_slot) {
+                        Ok(outcome) if outcome.applied => applied += 1,
+                        Ok(_) | Err(LightError::Irrelevant { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(applied)
+            })
+            .await?
     }
 
-    /// Applies `light_client/{kind}` (finality or optimistic update); a node without one (404)
-    /// or one the store already has is not an error.
-    async fn apply_latest(&self, kind: &str, current_slot: u64) -> Result<bool, LightError> {
+    /// Applies `light_client/{kind}` (finality or optimistic update) to `working`; a node
+    /// without one (404) or one the store already has is not an error.
+    async fn apply_latest(
+        &self,
+        working: &WorkingStore,
+        kind: &str,
+        current_slot: u64,
+    ) -> Result<bool, LightError> {
         let path = format!("/eth/v1/beacon/light_client/{kind}");
         let bytes = match self.api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await {
             Ok(bytes) => bytes,
@@ -405,11 +419,82 @@ impl<A: BeaconApi> LightClient<A> {
         } else {
             Update::from_optimistic_ssz(&self.spec, &bytes)?
         };
-        let outcome = self.write_store().process_update(&update, current_slot);
+        let outcome = working
+            .apply(move |store| store.process_update(&update, current_slot))
+            .await?;
         match outcome {
             Ok(outcome) => Ok(outcome.applied || outcome.optimistic_advanced),
             Err(LightError::Irrelevant { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The `(start_period, count, required)` of updates still to fetch, or `None` when in
+/// sync. Required: without them signatures at `current_slot` cannot be verified; not
+/// required: the next committee, fetched ahead of the period's end.
+fn periods_to_fetch(store: &LightClientStore, current_slot: u64) -> Option<(u64, u64, bool)> {
+    let finalized = store.finalized_period();
+    let current = store.spec.period(current_slot);
+    let next_known = store.next_sync_committee().is_some();
+    if current > finalized + 1 || (current == finalized + 1 && !next_known) {
+        Some((
+            finalized,
+            (current - finalized).min(MAX_UPDATES_PER_REQUEST),
+            true,
+        ))
+    } else if current <= finalized && !next_known {
+        Some((finalized, 1, false))
+    } else {
+        None
+    }
+}
+
+/// The copy of the store a sync works on, shared with the blocking threads that change it
+/// (only the sync holding `sync_lock` uses it, so its lock is never contended).
+struct WorkingStore(Arc<Mutex<LightClientStore>>);
+
+impl WorkingStore {
+    fn new(store: &LightClientStore) -> Self {
+        WorkingStore(Arc::new(Mutex::new(store.clone())))
+    }
+
+    /// `f` of the copy as it stands.
+    fn read<R>(&self, f: impl FnOnce(&LightClientStore) -> R) -> R {
+        f(&self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Runs `f` on the copy on tokio's blocking pool (BLS checks and committee decompression
+    /// are CPU-bound). The store's steps that can fail run before it changes, so a copy whose
+    /// lock a panic poisoned is still whole.
+    async fn apply<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut LightClientStore) -> T + Send + 'static,
+    ) -> Result<T, LightError> {
+        let store = self.0.clone();
+        off_workers(move || f(&mut store.lock().unwrap_or_else(|e| e.into_inner()))).await
+    }
+
+    /// The copy, to swap in.
+    fn into_store(self) -> LightClientStore {
+        match Arc::try_unwrap(self.0) {
+            Ok(store) => store.into_inner().unwrap_or_else(|e| e.into_inner()),
+            Err(shared) => shared.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+}
+
+/// Runs the CPU-bound `f` on tokio's blocking pool, not on an async worker; a panic in `f`
+/// goes on in the caller.
+pub(crate) async fn off_workers<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, LightError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(LightError::Api {
+            path: "(blocking pool)".into(),
+            detail: "the runtime is shutting down".into(),
+        }),
     }
 }

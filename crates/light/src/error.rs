@@ -115,6 +115,14 @@ pub enum LightError {
         /// What is wrong.
         detail: String,
     },
+    /// The request's upstream budget is spent: the fetch was not made.
+    #[error("{path}: {spent}")]
+    Budget {
+        /// The request path.
+        path: String,
+        /// Which budget, its bound and what was used.
+        spent: sszgate_serve::BudgetSpent,
+    },
     /// A block the light client cannot connect to a signed header.
     #[error("check block_connected: {detail}")]
     NotConnected {

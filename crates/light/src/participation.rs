@@ -37,6 +37,12 @@ impl ParticipationPolicy {
         min_participants: SUPERMAJORITY_PARTICIPANTS,
     };
 
+    /// The specs' `MIN_SYNC_COMMITTEE_PARTICIPANTS` (one signer): what moves the store's
+    /// headers, which record their participants; anchoring holds them to the configured rule.
+    pub const ANY_SIGNER: ParticipationPolicy = ParticipationPolicy {
+        min_participants: 1,
+    };
+
     /// A policy requiring `min_participants` signers (1 to 512). A minimum below 2/3 is
     /// logged as a warning, naming the value: it weakens what an answer rests on.
     pub fn new(min_participants: usize) -> Result<Self, LightError> {

@@ -21,7 +21,7 @@ use crate::api::BeaconApi;
 use crate::block::{AnyBlock, BlockSummary};
 use crate::client::{
     CLOCK_DISPARITY_SLOTS, LightClient, MAX_BLOCK_BYTES, MAX_CHILD_SEARCH_SLOTS,
-    MAX_NUMBER_SEARCH_STEPS, MAX_PARENT_CHAIN,
+    MAX_NUMBER_SEARCH_STEPS, MAX_PARENT_CHAIN, off_workers,
 };
 use crate::error::LightError;
 use crate::store::{LightClientStore, TrustedHeader};
@@ -139,19 +139,22 @@ impl<A: BeaconApi> LightClient<A> {
                     head.header.parent_root
                 ),
             })?;
-        let verified = self.verify_by_child(&parent, &head)?;
+        let verified = self.verify_by_child(&parent, &head).await?;
         Ok((verified, parent))
     }
 
     /// `parent` verified by `child`'s aggregate under the participation rule; a child from
     /// the future (beyond the clock disparity) is refused first.
-    fn verify_by_child(
+    /// The BLS check runs on the blocking pool.
+    async fn verify_by_child(
         &self,
         parent: &BlockSummary,
         child: &BlockSummary,
     ) -> Result<VerifiedHeader, LightError> {
         self.check_not_future(&child.header)?;
-        verify_signed_by_child(&self.read_store(), self.policy, parent, child)
+        let (store, policy) = (self.read_store(), self.policy);
+        let (parent, child) = (parent.clone(), child.clone());
+        off_workers(move || verify_signed_by_child(&store, policy, &parent, &child)).await?
     }
 
     /// Refuses a header whose slot is ahead of the wall clock by more than
@@ -243,6 +246,8 @@ impl<A: BeaconApi> LightClient<A> {
         }
         let head = match self.signed_head_parent().await {
             Ok((verified, parent)) => anchor_block(&verified, &parent).ok(),
+            // One request's spent budget says nothing of the head: not remembered.
+            Err(LightError::Budget { .. }) => return None,
             Err(_) => None,
         };
         if let Ok(mut cache) = self.anchors.lock() {
@@ -330,12 +335,53 @@ impl<A: BeaconApi> LightClient<A> {
         })
     }
 
-    /// Verifies `block` through the first block after it (missed slots skipped).
+    /// Verifies `block` through the first block after it (missed slots skipped). When that
+    /// child's aggregate is too weak for the participation rule, `block` is verified through
+    /// the chain of parent roots from the first later block whose own child's aggregate meets
+    /// it (within [`MAX_PARENT_CHAIN`] slots) — never by a weak aggregate itself.
     async fn signed_by_child(&self, block: &BlockSummary) -> Result<VerifiedHeader, LightError> {
+        let mut chain = vec![block.clone()];
+        let mut weak: Option<LightError> = None;
+        loop {
+            let current = chain.last().unwrap_or(block);
+            let outcome = match self.next_block(current).await {
+                Ok(child) => self
+                    .verify_by_child(current, &child)
+                    .await
+                    .map_err(|e| (e, Some(child))),
+                Err(e) => Err((e, None)),
+            };
+            match (outcome, weak.take()) {
+                (Ok(verified), _) => return inherit_back(verified, &chain),
+                (Err((e @ LightError::Participation { .. }, Some(child))), first) => {
+                    let past = child.header.slot.saturating_sub(block.header.slot);
+                    if past > MAX_PARENT_CHAIN {
+                        return Err(no_qualifying_descendant(
+                            block,
+                            first.unwrap_or(e),
+                            "over the bound",
+                        ));
+                    }
+                    weak = Some(first.unwrap_or(e));
+                    chain.push(child);
+                }
+                // The committee is not stored: the caller connects through parents instead.
+                (Err((e @ LightError::UnknownCommittee { .. }, _)), _) | (Err((e, _)), None) => {
+                    return Err(e);
+                }
+                (Err((e, _)), Some(first)) => {
+                    return Err(no_qualifying_descendant(block, first, &e.to_string()));
+                }
+            }
+        }
+    }
+
+    /// The first block after `block` (missed slots skipped, up to [`MAX_CHILD_SEARCH_SLOTS`]).
+    async fn next_block(&self, block: &BlockSummary) -> Result<BlockSummary, LightError> {
         let first = block.header.slot.saturating_add(1);
         for slot in first..=block.header.slot.saturating_add(MAX_CHILD_SEARCH_SLOTS) {
             if let Some(child) = self.fetch_block(&slot.to_string()).await? {
-                return self.verify_by_child(block, &child);
+                return Ok(child);
             }
         }
         Err(LightError::NotConnected {
@@ -385,5 +431,28 @@ impl<A: BeaconApi> LightClient<A> {
             verified = verify_parent(&verified, &current)?;
         }
         anchor_block(&verified, block)
+    }
+}
+
+/// `verified` (the last block of `chain`, `chain[0]` the block asked for, each the parent of
+/// the next) carried back by parent roots to `chain[0]`.
+fn inherit_back(
+    mut verified: VerifiedHeader,
+    chain: &[BlockSummary],
+) -> Result<VerifiedHeader, LightError> {
+    for parent in chain.iter().rev().skip(1) {
+        verified = verify_parent(&verified, parent)?;
+    }
+    Ok(verified)
+}
+
+/// Why `block` cannot be anchored: its child's aggregate is too weak (`weak`), and the walk
+/// to a later block signed under the rule ended (`ended`).
+fn no_qualifying_descendant(block: &BlockSummary, weak: LightError, ended: &str) -> LightError {
+    LightError::NotConnected {
+        detail: format!(
+            "block {} (slot {}): its child's aggregate does not meet the participation rule ({weak}), and no later block within {MAX_PARENT_CHAIN} slots linked to it by parent roots is signed under the rule ({ended})",
+            block.execution_number, block.header.slot
+        ),
     }
 }

@@ -13,6 +13,7 @@ use tree_hash::TreeHash;
 use crate::bls::CommitteeKeys;
 use crate::error::LightError;
 use crate::merkle::is_valid_merkle_branch;
+use crate::participation::ParticipationPolicy;
 use crate::spec::{ChainSpec, LcFork, SYNC_COMMITTEE_SIZE, signing_root};
 use crate::types::{Bootstrap, LightClientHeader, SyncAggregate, SyncCommittee, Update};
 
@@ -240,39 +241,26 @@ impl LightClientStore {
         keys.verify(aggregate, signing_root(object_root, domain), signature_slot)
     }
 
-    /// `validate_light_client_update` at wall-clock slot `current_slot`.
+    /// `validate_light_client_update` at wall-clock slot `current_slot`: the store's own
+    /// checks (the signature's period, relevance, a next committee that differs from the one
+    /// proved), then [`check_update`] with the committee of the signature slot and the specs'
+    /// minimum of one signer (anchoring applies the participation rule on its own).
     pub fn validate_update(&self, update: &Update, current_slot: u64) -> Result<(), LightError> {
-        let participants = update.sync_aggregate.participants();
-        if participants == 0 {
-            return Err(LightError::Participation {
-                participants,
-                required: 1,
-                field: "sync_aggregate.sync_committee_bits",
-            });
-        }
-        check_lc_header(&update.attested_header, "attested_header.execution")?;
         self.check_slots(update, current_slot)?;
-        self.check_finality(update)?;
-        self.check_next_committee(update)?;
-        self.verify_signature(
-            update.attested_header.beacon.root(),
-            &update.sync_aggregate,
-            update.signature_slot,
-        )
+        self.check_known_next_committee(update)?;
+        let keys = self.keys_for_signature_slot(update.signature_slot)?;
+        check_update(&self.spec, update, keys, ParticipationPolicy::ANY_SIGNER, 0)
     }
 
-    /// `current_slot >= signature_slot > attested slot >= finalized slot`, the signature in
-    /// the store's period or (with the next committee known) the one after, and an update
-    /// that can teach the store something.
+    /// `current_slot >= signature_slot` (the rest of the slot order is [`check_update`]'s),
+    /// the signature in the store's period or (with the next committee known) the one after,
+    /// and an update that can teach the store something.
     fn check_slots(&self, update: &Update, current_slot: u64) -> Result<(), LightError> {
         let attested = update.attested_header.beacon.slot;
-        let finalized = update.finalized_header.beacon.slot;
         let signature = update.signature_slot;
-        if !(current_slot >= signature && signature > attested && attested >= finalized) {
+        if signature > current_slot {
             return Err(LightError::SlotOrder {
-                detail: format!(
-                    "need current {current_slot} >= signature_slot {signature} > attested {attested} >= finalized {finalized}"
-                ),
+                detail: format!("signature_slot {signature} after the current slot {current_slot}"),
             });
         }
         let store_period = self.finalized_period();
@@ -306,56 +294,11 @@ impl LightClientStore {
             && self.spec.period(update.attested_header.beacon.slot) == self.finalized_period()
     }
 
-    fn check_finality(&self, update: &Update) -> Result<(), LightError> {
-        let finalized = &update.finalized_header;
-        let finalized_root = if !update.has_finality() || finalized.beacon.slot == 0 {
-            // Without finality, or with finality at genesis, the header must be empty.
-            if *finalized != LightClientHeader::default() {
-                return Err(LightError::FieldMismatch {
-                    check: "finality_branch",
-                    field: "finalized_header",
-                    detail: "is set without a finality proof (or at genesis)".into(),
-                });
-            }
-            if !update.has_finality() {
-                return Ok(());
-            }
-            B256::ZERO // the specs' finalized root at genesis
-        } else {
-            check_lc_header(finalized, "finalized_header.execution")?;
-            finalized.beacon.root()
-        };
-        let attested = &update.attested_header.beacon;
-        let gindex =
-            lc_fork(&self.spec, attested.slot, "LightClientUpdate")?.finalized_root_gindex();
-        if !is_valid_merkle_branch(
-            finalized_root,
-            &update.finality_branch,
-            gindex,
-            attested.state_root,
-        ) {
-            return Err(LightError::InvalidBranch {
-                check: "finality_branch",
-                field: "finalized_header.beacon",
-                root_field: "attested_header.beacon.state_root",
-            });
-        }
-        Ok(())
-    }
-
-    fn check_next_committee(&self, update: &Update) -> Result<(), LightError> {
-        if !update.has_next_sync_committee() {
-            if update.next_sync_committee != SyncCommittee::default() {
-                return Err(LightError::FieldMismatch {
-                    check: "next_sync_committee_branch",
-                    field: "next_sync_committee",
-                    detail: "is set without a branch".into(),
-                });
-            }
-            return Ok(());
-        }
-        let attested = &update.attested_header.beacon;
-        if self.spec.period(attested.slot) == self.finalized_period()
+    /// A next committee different from the one the store already proved for the attested
+    /// header's period is refused.
+    fn check_known_next_committee(&self, update: &Update) -> Result<(), LightError> {
+        if update.has_next_sync_committee()
+            && self.spec.period(update.attested_header.beacon.slot) == self.finalized_period()
             && let Some(known) = &self.next_sync_committee
             && *known != update.next_sync_committee
         {
@@ -363,21 +306,6 @@ impl LightClientStore {
                 check: "next_sync_committee",
                 field: "next_sync_committee",
                 detail: "differs from the committee the store already proved".into(),
-            });
-        }
-        let gindex =
-            lc_fork(&self.spec, attested.slot, "LightClientUpdate")?.next_sync_committee_gindex();
-        let leaf = update.next_sync_committee.tree_hash_root();
-        if !is_valid_merkle_branch(
-            leaf,
-            &update.next_sync_committee_branch,
-            gindex,
-            attested.state_root,
-        ) {
-            return Err(LightError::InvalidBranch {
-                check: "next_sync_committee_branch",
-                field: "next_sync_committee",
-                root_field: "attested_header.beacon.state_root",
             });
         }
         Ok(())
@@ -491,6 +419,108 @@ impl LightClientStore {
             self.safe = finalized;
         }
     }
+}
+
+/// The checks every light-client update gets, whoever holds the committee (the store, or the
+/// proof verifier's keys by period): `policy`'s participation (with `safety_threshold`),
+/// the attested header's execution branch, `signature_slot > attested slot >= finalized
+/// slot`, the finality branch (the finalized header empty without one), the next committee's
+/// branch when it has one, and the signature with `keys`, the committee of the signature
+/// slot's period, and the domain of that slot's fork.
+pub fn check_update(
+    spec: &ChainSpec,
+    update: &Update,
+    keys: &CommitteeKeys,
+    policy: ParticipationPolicy,
+    safety_threshold: usize,
+) -> Result<(), LightError> {
+    let participants = update.sync_aggregate.participants();
+    policy.check(
+        participants,
+        safety_threshold,
+        "sync_aggregate.sync_committee_bits",
+    )?;
+    check_lc_header(&update.attested_header, "attested_header.execution")?;
+    let attested = update.attested_header.beacon.slot;
+    let finalized = update.finalized_header.beacon.slot;
+    let signature = update.signature_slot;
+    if !(signature > attested && attested >= finalized) {
+        return Err(LightError::SlotOrder {
+            detail: format!(
+                "need signature_slot {signature} > attested {attested} >= finalized {finalized}"
+            ),
+        });
+    }
+    check_finality(spec, update)?;
+    check_next_committee_branch(spec, update)?;
+    let domain = spec.domain_for_signature_slot(signature);
+    let root = signing_root(update.attested_header.beacon.root(), domain);
+    keys.verify(&update.sync_aggregate, root, signature)
+}
+
+fn check_finality(spec: &ChainSpec, update: &Update) -> Result<(), LightError> {
+    let finalized = &update.finalized_header;
+    let finalized_root = if !update.has_finality() || finalized.beacon.slot == 0 {
+        // Without finality, or with finality at genesis, the header must be empty.
+        if *finalized != LightClientHeader::default() {
+            return Err(LightError::FieldMismatch {
+                check: "finality_branch",
+                field: "finalized_header",
+                detail: "is set without a finality proof (or at genesis)".into(),
+            });
+        }
+        if !update.has_finality() {
+            return Ok(());
+        }
+        B256::ZERO // the specs' finalized root at genesis
+    } else {
+        check_lc_header(finalized, "finalized_header.execution")?;
+        finalized.beacon.root()
+    };
+    let attested = &update.attested_header.beacon;
+    let gindex = lc_fork(spec, attested.slot, "LightClientUpdate")?.finalized_root_gindex();
+    if !is_valid_merkle_branch(
+        finalized_root,
+        &update.finality_branch,
+        gindex,
+        attested.state_root,
+    ) {
+        return Err(LightError::InvalidBranch {
+            check: "finality_branch",
+            field: "finalized_header.beacon",
+            root_field: "attested_header.beacon.state_root",
+        });
+    }
+    Ok(())
+}
+
+fn check_next_committee_branch(spec: &ChainSpec, update: &Update) -> Result<(), LightError> {
+    if !update.has_next_sync_committee() {
+        if update.next_sync_committee != SyncCommittee::default() {
+            return Err(LightError::FieldMismatch {
+                check: "next_sync_committee_branch",
+                field: "next_sync_committee",
+                detail: "is set without a branch".into(),
+            });
+        }
+        return Ok(());
+    }
+    let attested = &update.attested_header.beacon;
+    let gindex = lc_fork(spec, attested.slot, "LightClientUpdate")?.next_sync_committee_gindex();
+    let leaf = update.next_sync_committee.tree_hash_root();
+    if !is_valid_merkle_branch(
+        leaf,
+        &update.next_sync_committee_branch,
+        gindex,
+        attested.state_root,
+    ) {
+        return Err(LightError::InvalidBranch {
+            check: "next_sync_committee_branch",
+            field: "next_sync_committee",
+            root_field: "attested_header.beacon.state_root",
+        });
+    }
+    Ok(())
 }
 
 /// The next committee an update brings (none when it has no committee branch), with keys.

@@ -21,6 +21,12 @@ const fn at_slot(slot: u64) -> u64 {
     1606824023 + slot * 12
 }
 
+/// The bootstrap recorded in `case`.
+fn recorded_bootstrap(case: &str) -> sszgate_light::types::Bootstrap {
+    let bytes = common::read_prefixed(case, "eth_v1_beacon_light_client_bootstrap_");
+    sszgate_light::types::Bootstrap::from_ssz(&ChainSpec::mainnet(), &bytes).unwrap()
+}
+
 fn b256(hex: &str) -> B256 {
     hex.parse().unwrap()
 }
@@ -81,14 +87,7 @@ async fn eth_block_number_electra_through_the_facade() {
 async fn forty_six_periods_in_one_sync() {
     let case = "eth_getBalance1";
     let spec = ChainSpec::mainnet();
-    let checkpoint = sszgate_light::types::Bootstrap::from_ssz(
-        &spec,
-        &common::read_prefixed(case, "eth_v1_beacon_light_client_bootstrap_"),
-    )
-    .unwrap()
-    .header
-    .beacon
-    .root();
+    let checkpoint = recorded_bootstrap(case).header.beacon.root();
     let client = LightClient::bootstrap(api(case), spec.clone(), checkpoint)
         .await
         .unwrap()
@@ -432,4 +431,63 @@ async fn head_is_asked_once_per_slot() {
     assert_eq!(client.anchor(BlockRef::Safe).await.unwrap(), latest);
     assert_eq!(latest.number, 0x1566aae);
     assert_eq!(head_requests.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+/// A recorded API whose `finality_update` waits for the test: a sync asking for it has
+/// applied its updates to its copy of the store and not yet swapped the copy in.
+struct GatedAtFinality {
+    inner: RecordedBeaconApi,
+    reached: std::sync::Arc<tokio::sync::Notify>,
+    release: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl sszgate_light::BeaconApi for GatedAtFinality {
+    async fn get_json(&self, path: &str, max: usize) -> Result<serde_json::Value, LightError> {
+        self.inner.get_json(path, max).await
+    }
+    async fn get_ssz(&self, path: &str, max: usize) -> Result<Vec<u8>, LightError> {
+        if path.ends_with("/light_client/finality_update") {
+            self.reached.notify_one();
+            self.release.notified().await;
+        }
+        self.inner.get_ssz(path, max).await
+    }
+}
+
+/// While a sync is mid-way (46 updates applied to its copy, its finality stage held by the
+/// node), anchors and the status are answered from the store as it was (period 1347, the
+/// bootstrap's finalized block); once the sync ends, its store (period 1392) is swapped in.
+#[tokio::test]
+async fn anchors_are_answered_while_a_sync_applies_updates() {
+    let case = "eth_getBalance1";
+    let spec = ChainSpec::mainnet();
+    let bootstrap = recorded_bootstrap(case);
+    let (reached, release) = Default::default();
+    let api = GatedAtFinality {
+        inner: api(case),
+        reached: std::sync::Arc::clone(&reached),
+        release: std::sync::Arc::clone(&release),
+    };
+    let client = LightClient::bootstrap(api, spec, bootstrap.header.beacon.root())
+        .await
+        .unwrap()
+        .with_clock(|| at_slot(11412812));
+    let client = std::sync::Arc::new(client);
+    let mut syncing = tokio::spawn({
+        let client = client.clone();
+        async move { client.sync().await }
+    });
+    tokio::select! {
+        () = reached.notified() => {}
+        ended = &mut syncing => panic!("the sync ended before its finality stage: {ended:?}"),
+    }
+    let during = client.anchor(BlockRef::Finalized).await.unwrap();
+    assert_eq!(during.beacon_root, bootstrap.header.beacon.root());
+    assert_eq!(client.status().period, 1347);
+    release.notify_one();
+    let report = syncing.await.unwrap().unwrap();
+    assert_eq!(report.updates_applied, 46);
+    assert_eq!(client.status().period, 1392);
+    let after = client.anchor(BlockRef::Finalized).await.unwrap();
+    assert!(after.slot > during.slot, "{after:?} after {during:?}");
 }

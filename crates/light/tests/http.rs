@@ -76,15 +76,20 @@ async fn answer(mut socket: TcpStream, dir: PathBuf) {
     let _ = socket.write_all(&body).await;
 }
 
-#[tokio::test]
-async fn facade_over_http_anchors_the_recorded_block_number() {
+/// A client of the recorded `eth_blockNumber_electra` case over a local HTTP server.
+async fn electra_client_over_http() -> LightClient<HttpBeaconApi> {
     let url = serve(common::data_dir().join("eth_blockNumber_electra")).await;
     let api = HttpBeaconApi::new(&url, Duration::from_secs(30)).unwrap();
     let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
-    let client = LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
+    LightClient::bootstrap(api, ChainSpec::mainnet(), checkpoint)
         .await
         .unwrap()
-        .with_clock(|| 1606824023 + 11658783 * 12);
+        .with_clock(|| 1606824023 + 11658783 * 12)
+}
+
+#[tokio::test]
+async fn facade_over_http_anchors_the_recorded_block_number() {
+    let client = electra_client_over_http().await;
     assert_eq!(client.sync().await.unwrap().updates_applied, 1);
     assert_eq!(
         client.anchor(BlockRef::Latest).await.unwrap().number,
@@ -128,4 +133,41 @@ async fn json_where_ssz_was_asked_is_refused_naming_the_media_type() {
     );
     // The same answer asked as JSON is read.
     assert!(api.get_json(path, 1 << 20).await.is_ok());
+}
+
+/// Beacon fetches spend the request's upstream budget: anchoring a block by number within a
+/// budget of one fetch is refused naming the budget (and not remembered for the slot);
+/// `latest` within a budget of ten costs two (the head and its parent), counted.
+#[tokio::test]
+async fn beacon_fetches_spend_the_requests_budget() {
+    use sszgate_serve::{Budget, BudgetLimits};
+    let client = electra_client_over_http().await;
+    client.sync().await.unwrap();
+    let budget = |fetches| {
+        Budget::new(BudgetLimits {
+            fetches,
+            bytes: 64 << 20,
+        })
+    };
+    let err = budget(1)
+        .scope(client.anchor(BlockRef::Number(0x1566aae)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, LightError::Budget { spent, .. } if spent.what == "fetches" && spent.limit == 1),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("upstream budget of 1 fetches is spent"),
+        "{err}"
+    );
+    let ample = budget(10);
+    let anchor = ample
+        .clone()
+        .scope(client.anchor(BlockRef::Latest))
+        .await
+        .unwrap();
+    assert_eq!(anchor.number, 0x1566aae);
+    assert_eq!(ample.fetches_used(), 2);
 }

@@ -59,8 +59,15 @@ fn committee() -> &'static Committee {
     })
 }
 
-/// The aggregate of the first `signers` members over `object_root`, included at `slot`.
+/// The aggregate of the first `signers` members over `object_root`, included at `slot`
+/// (none: no bits set, with one member's signature left in).
 fn sign(object_root: B256, slot: u64, signers: usize) -> SyncAggregate {
+    if signers == 0 {
+        return SyncAggregate {
+            sync_committee_bits: BitVector::new(),
+            ..sign(object_root, slot, 1)
+        };
+    }
     let spec = ChainSpec::mainnet();
     let root = signing_root(object_root, spec.domain_for_signature_slot(slot));
     let signatures: Vec<_> = committee().secrets[..signers]
@@ -272,25 +279,37 @@ fn at_slot(slot: u64) -> u64 {
 /// A client whose node serves a forged block and, as head, a child signing it with `signers`.
 fn client_with_signed_head(signers: usize) -> LightClient<ServedBlocks> {
     let mut api = ServedBlocks::default();
-    let aggregate = sign(B256::ZERO, FORGED_SLOT, 1);
+    serve_forged_and_child(&mut api, signers, true);
+    LightClient::from_store(api, store(None)).with_clock(|| at_slot(FORGED_SLOT + 2))
+}
+
+/// Serves the forged block and, one slot later, a child signing it with `signers` (the head
+/// when `head`); returns the child's root.
+fn serve_forged_and_child(api: &mut ServedBlocks, signers: usize, head: bool) -> B256 {
     let forged = serve_block(
-        &mut api,
+        api,
         FORGED_SLOT,
         B256::ZERO,
-        aggregate,
+        sign(B256::ZERO, FORGED_SLOT, 1),
         FORGED_NUMBER,
         false,
     );
-    let head_aggregate = sign(forged, FORGED_SLOT + 1, signers);
     serve_block(
-        &mut api,
+        api,
         FORGED_SLOT + 1,
         forged,
-        head_aggregate,
+        sign(forged, FORGED_SLOT + 1, signers),
         FORGED_NUMBER + 1,
-        true,
-    );
-    LightClient::from_store(api, store(None)).with_clock(|| at_slot(FORGED_SLOT + 2))
+        head,
+    )
+}
+
+/// Why `client` refuses to anchor the forged block (it must be as not connected).
+async fn forged_number_refusal(client: &LightClient<ServedBlocks>) -> String {
+    match client.anchor(BlockRef::Number(FORGED_NUMBER)).await {
+        Err(LightError::NotConnected { detail }) => detail,
+        other => panic!("not refused as not connected: {other:?}"),
+    }
 }
 
 /// A head whose aggregate has one participant does not anchor its parent: `latest` stays on
@@ -304,11 +323,11 @@ async fn a_head_signed_by_one_member_anchors_nothing() {
         (latest.number, latest.trust),
         (FINALIZED_NUMBER, Trust::Finalized)
     );
-    let err = client
-        .anchor(BlockRef::Number(FORGED_NUMBER))
-        .await
-        .unwrap_err();
-    assert_participation(err, 1, 342);
+    let detail = forged_number_refusal(&client).await;
+    assert!(
+        detail.contains("1 of 512 signed, 342 required") && detail.contains("no block within"),
+        "{detail}"
+    );
     assert_eq!(client.known(BlockRef::Number(FORGED_NUMBER)), None);
 
     let client = client_with_signed_head(342);
@@ -383,22 +402,7 @@ async fn the_newest_blocks_are_anchored_by_their_child() {
     // The same blocks with the clock one slot before the forged block: the head is two slots
     // ahead of the wall clock, beyond the one slot of disparity allowed.
     let mut api = ServedBlocks::default();
-    let forged = serve_block(
-        &mut api,
-        FORGED_SLOT,
-        B256::ZERO,
-        sign(B256::ZERO, FORGED_SLOT, 1),
-        FORGED_NUMBER,
-        false,
-    );
-    serve_block(
-        &mut api,
-        FORGED_SLOT + 1,
-        forged,
-        sign(forged, FORGED_SLOT + 1, 512),
-        FORGED_NUMBER + 1,
-        true,
-    );
+    serve_forged_and_child(&mut api, 512, true);
     let early = LightClient::from_store(api, store(None)).with_clock(|| at_slot(FORGED_SLOT - 1));
     let err = early
         .anchor(BlockRef::Number(FORGED_NUMBER))
@@ -409,4 +413,61 @@ async fn the_newest_blocks_are_anchored_by_their_child() {
         early.anchor(BlockRef::Latest).await.unwrap().number,
         FINALIZED_NUMBER
     );
+}
+
+/// A node serving block `FORGED_NUMBER`, a child signing it with `child_signers`, and (as
+/// head) a grandchild signing the child with `grandchild_signers`.
+fn client_with_weak_child(
+    child_signers: usize,
+    grandchild_signers: usize,
+) -> LightClient<ServedBlocks> {
+    let mut api = ServedBlocks::default();
+    let child = serve_forged_and_child(&mut api, child_signers, false);
+    serve_block(
+        &mut api,
+        FORGED_SLOT + 3, // a missed slot before it
+        child,
+        sign(child, FORGED_SLOT + 3, grandchild_signers),
+        FORGED_NUMBER + 2,
+        true,
+    );
+    LightClient::from_store(api, store(None)).with_clock(|| at_slot(FORGED_SLOT + 4))
+}
+
+/// A block whose child is signed by 0 or by 100 members is anchored through the chain of
+/// parent roots from its child, which the grandchild signs with 400: the trust is the
+/// grandchild's aggregate's, never the weak one's.
+#[tokio::test]
+async fn a_block_whose_child_is_weak_is_anchored_through_a_later_signed_block() {
+    for weak in [0, 100] {
+        let client = client_with_weak_child(weak, 400);
+        let anchor = client
+            .anchor(BlockRef::Number(FORGED_NUMBER))
+            .await
+            .unwrap();
+        assert_eq!(
+            (anchor.slot, anchor.number, anchor.trust),
+            (FORGED_SLOT, FORGED_NUMBER, Trust::Supermajority),
+            "child signed by {weak}"
+        );
+        assert_eq!(anchor.hash, B256::repeat_byte(FORGED_NUMBER as u8));
+    }
+}
+
+/// With no later block signed under the rule within the bound (the grandchild signs with
+/// 100 and nothing follows), the block is refused, naming the weak aggregate and the search.
+#[tokio::test]
+async fn a_weak_child_without_a_qualifying_descendant_is_refused() {
+    let client = client_with_weak_child(0, 100);
+    let detail = forged_number_refusal(&client).await;
+    assert!(
+        detail.contains("0 of 512 signed, 342 required")
+            && detail.contains("no later block within 64 slots")
+            && detail.contains("no block within 32 slots after slot"),
+        "{detail}"
+    );
+    assert_eq!(client.known(BlockRef::Number(FORGED_NUMBER)), None);
+    // `latest` does not move onto the weakly signed blocks either.
+    let latest = client.anchor(BlockRef::Latest).await.unwrap();
+    assert_eq!(latest.number, FINALIZED_NUMBER);
 }

@@ -4,10 +4,11 @@
 //! verifier lacks; saving and loading the keys; and a small cache of signatures already
 //! checked.
 //!
-//! Sync data is checked as the consensus specs check light-client updates, not as colibri
-//! does (§15 items 4, 5): the committee and domain come from the update's `signature_slot`,
-//! at least 2/3 of the committee must have signed, the attested and finalized headers'
-//! execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
+//! Sync data is checked by the light client's own update check (`sszgate_light::store::
+//! check_update`), as the consensus specs check light-client updates, not as colibri does
+//! (§15 items 4, 5): the committee and domain come from the update's `signature_slot`, the
+//! participation rule (2/3 of the committee by default) applies, the attested and finalized
+//! headers' execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -18,16 +19,14 @@ use sha2::{Digest, Sha256};
 use ssz::{Decode, Encode};
 use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
-use sszgate_light::ParticipationPolicy;
 use sszgate_light::bls::CommitteeKeys;
-use sszgate_light::merkle::is_valid_merkle_branch;
-use sszgate_light::spec::{ChainSpec, LcFork, signing_root};
-use sszgate_light::store::{LightClientStore, check_lc_header};
+use sszgate_light::spec::{ChainSpec, signing_root};
+use sszgate_light::store::{LightClientStore, check_update};
 use sszgate_light::types::{
-    BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee,
+    BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee, Update,
 };
+use sszgate_light::{LightError, ParticipationPolicy};
 use sszgate_rpc::ForkSchedule;
-use tree_hash::TreeHash;
 
 use crate::error::{Check, ProofError, ensure, fail};
 use crate::tags::{Finalized, Freshness};
@@ -65,6 +64,8 @@ pub struct TrustedState {
     /// The newest finalized header taken from verified sync data (not saved: a restart
     /// learns it again from the next sync data).
     finalized: Option<Finalized>,
+    /// Which aggregates may sign a proof's headers and sync data (2/3 by default).
+    policy: ParticipationPolicy,
 }
 
 /// What a verifier tells a prover it has (the `c4` field, spec §8.3 and §13): nothing, the
@@ -170,6 +171,7 @@ impl TrustedState {
             verified: Arc::default(),
             freshness: Freshness::default(),
             finalized: None,
+            policy: ParticipationPolicy::default(),
         }
     }
 
@@ -189,6 +191,17 @@ impl TrustedState {
         if self.finalized.is_none_or(|held| held.slot < seen.slot) {
             self.finalized = Some(seen);
         }
+    }
+
+    /// Holds signatures to `policy` instead of the default 2/3 of the committee.
+    pub fn with_participation(mut self, policy: ParticipationPolicy) -> TrustedState {
+        self.policy = policy;
+        self
+    }
+
+    /// The participation rule signatures are held to.
+    pub fn participation(&self) -> ParticipationPolicy {
+        self.policy
     }
 
     /// What to tell a prover: the periods whose keys are known, else the checkpoint.
@@ -247,8 +260,8 @@ impl TrustedState {
         self.committees.keys().copied().collect()
     }
 
-    /// Checks `aggregate` over `object_root`, signed at `signature_slot`: at least 2/3 of the
-    /// committee of that slot's period, with the domain of that slot's fork.
+    /// Checks `aggregate` over `object_root`, signed at `signature_slot`: the participation
+    /// rule (2/3 by default) of the committee of that slot's period, with the domain of that slot's fork.
     pub fn verify_aggregate(
         &self,
         object_root: B256,
@@ -256,24 +269,15 @@ impl TrustedState {
         signature_slot: u64,
         what: &str,
     ) -> Result<(), ProofError> {
-        // The light client's one participation rule, at its default (2/3); a verifier holding
-        // keys but no store has no safety threshold of its own.
-        ParticipationPolicy::SUPERMAJORITY
+        // The light client's one participation rule; a verifier holding keys but no store has
+        // no safety threshold of its own.
+        self.policy
             .check(aggregate.participants(), 0, "sync_aggregate")
             .map_err(|e| ProofError::Check {
                 check: Check::Participation,
                 detail: format!("{what}: {e}"),
             })?;
-        let period = self.spec.period(signature_slot);
-        let Some((_, keys)) = self.committees.get(&period) else {
-            return fail(
-                Check::Committee,
-                format!(
-                    "{what}: no keys for period {period} (known: {:?})",
-                    self.periods()
-                ),
-            );
-        };
+        let keys = self.keys_for(self.spec.period(signature_slot), what)?;
         let domain = self.spec.domain_for_signature_slot(signature_slot);
         let root = signing_root(object_root, domain);
         let digest = B256::from_slice(
@@ -293,6 +297,20 @@ impl TrustedState {
             })?;
         self.remember(digest);
         Ok(())
+    }
+
+    /// The committee keys of `period` (`what` names the signature in the error).
+    fn keys_for(&self, period: u64, what: &str) -> Result<&CommitteeKeys, ProofError> {
+        match self.committees.get(&period) {
+            Some((_, keys)) => Ok(keys),
+            None => fail(
+                Check::Committee,
+                format!(
+                    "{what}: no keys for period {period} (known: {:?})",
+                    self.periods()
+                ),
+            ),
+        }
     }
 
     fn remembers(&self, digest: B256) -> bool {
@@ -404,6 +422,10 @@ impl TrustedState {
         Ok(())
     }
 
+    /// One update of a proof's sync data: the light client's own update check
+    /// ([`check_update`]) under this state's participation rule, plus what the verifier
+    /// requires on top: signed in the attested header's period, the container of the
+    /// attested slot's fork, and a next committee (whose keys it adds).
     fn apply_update<C: Unsigned, F: Unsigned>(
         &mut self,
         u: &LightClientUpdateSsz<C, F>,
@@ -411,12 +433,6 @@ impl TrustedState {
     ) -> Result<(), ProofError> {
         let attested = &u.attested_header.beacon;
         let spec = &self.spec;
-        ensure(u.signature_slot > attested.slot, Check::SyncData, || {
-            format!(
-                "update[{i}]: signature slot {} not after the attested slot {}",
-                u.signature_slot, attested.slot
-            )
-        })?;
         let period = spec.period(attested.slot);
         let signed_in = spec.period(u.signature_slot);
         ensure(signed_in == period, Check::SyncData, || {
@@ -438,15 +454,23 @@ impl TrustedState {
                 )
             },
         )?;
-        check_update_branches(u, fork, i)?;
-        let what = format!("update[{i}]");
-        self.verify_aggregate(
-            attested.tree_hash_root(),
-            &u.sync_aggregate,
-            u.signature_slot,
-            &what,
-        )?;
-        self.add_committee(period + 1, &u.next_sync_committee)?;
+        let update = Update::from(u.clone());
+        ensure(update.has_next_sync_committee(), Check::SyncData, || {
+            format!("update[{i}]: no next_sync_committee_branch")
+        })?;
+        let keys = self.keys_for(signed_in, &format!("update[{i}]"))?;
+        check_update(spec, &update, keys, self.policy, 0).map_err(|e| {
+            let check = match e {
+                LightError::Participation { .. } => Check::Participation,
+                LightError::Signature { .. } => Check::Signature,
+                _ => Check::SyncData,
+            };
+            ProofError::Check {
+                check,
+                detail: format!("update[{i}]: {e}"),
+            }
+        })?;
+        self.add_committee(period + 1, &update.next_sync_committee)?;
         if is_finality_update(u) {
             self.learn_finalized(&u.finalized_header);
         }
@@ -457,46 +481,4 @@ impl TrustedState {
 /// Whether an update carries a finalized header (a finality branch that is not all zeros).
 fn is_finality_update<C: Unsigned, F: Unsigned>(u: &LightClientUpdateSsz<C, F>) -> bool {
     u.finality_branch.iter().any(|n| !n.is_zero())
-}
-
-/// An update's branches: the attested header's execution branch, the next committee's and
-/// (for a finality update) the finalized header's to the attested state root.
-fn check_update_branches<C: Unsigned, F: Unsigned>(
-    u: &LightClientUpdateSsz<C, F>,
-    fork: LcFork,
-    i: usize,
-) -> Result<(), ProofError> {
-    let state_root = u.attested_header.beacon.state_root;
-    check_lc_header(&u.attested_header, "attested_header").map_err(sync_error)?;
-    let branch = |leaf, nodes: &[B256], gindex, name: &str| {
-        ensure(
-            is_valid_merkle_branch(leaf, nodes, gindex, state_root),
-            Check::SyncData,
-            || format!("update[{i}]: {name} does not lead to the attested state root"),
-        )
-    };
-    let committee_root = u.next_sync_committee.tree_hash_root();
-    let committee_gindex = fork.next_sync_committee_gindex();
-    branch(
-        committee_root,
-        &u.next_sync_committee_branch,
-        committee_gindex,
-        "next_sync_committee_branch",
-    )?;
-    if !is_finality_update(u) {
-        // Not a finality update: the specs require the finalized header to be empty.
-        return ensure(
-            u.finalized_header == Default::default(),
-            Check::SyncData,
-            || format!("update[{i}]: a finalized header without a finality branch"),
-        );
-    }
-    check_lc_header(&u.finalized_header, "finalized_header").map_err(sync_error)?;
-    let finalized = u.finalized_header.beacon.tree_hash_root();
-    branch(
-        finalized,
-        &u.finality_branch,
-        fork.finalized_root_gindex(),
-        "finality_branch",
-    )
 }

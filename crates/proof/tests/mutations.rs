@@ -267,10 +267,9 @@ fn account_field_changes_fail_the_check_that_covers_them() {
     );
 }
 
-#[test]
-fn fewer_than_two_thirds_of_the_committee_is_not_enough() {
-    let number = case("eth_blockNumber_electra");
-    let low_participation = mutated(&number, |r| match &mut r.proof {
+/// Unsets the first 200 bits of a block-number proof's header aggregate.
+fn drop_200_signers(r: &mut sszgate_proof::C4Request) {
+    match &mut r.proof {
         ProofUnion::BlockNumber(p) => match &mut p.header_proof {
             sszgate_proof::types::HeaderProofUnion::Signature(a) => {
                 for i in 0..200 {
@@ -280,8 +279,25 @@ fn fewer_than_two_thirds_of_the_committee_is_not_enough() {
             _ => unreachable!(),
         },
         _ => unreachable!(),
-    });
-    assert_eq!(low_participation, Check::Participation);
+    }
+}
+
+#[test]
+fn fewer_than_two_thirds_of_the_committee_is_not_enough() {
+    let number = case("eth_blockNumber_electra");
+    assert_eq!(mutated(&number, drop_200_signers), Check::Participation);
+}
+
+/// The verifier's participation rule is its own (`--min-participation` with `--prover`):
+/// lowered to 100, the aggregate left with fewer than 342 signers passes the participation
+/// check and is refused by its signature (its bits changed); the unchanged proof verifies.
+#[test]
+fn a_lowered_participation_rule_is_the_verifiers() {
+    let mut number = case("eth_blockNumber_electra");
+    let lowered = sszgate_light::ParticipationPolicy::new(100).unwrap();
+    number.trust = number.trust.clone().with_participation(lowered);
+    assert_eq!(run(&number, &number.bytes).unwrap(), number.result);
+    assert_eq!(mutated(&number, drop_200_signers), Check::Signature);
 }
 
 #[test]

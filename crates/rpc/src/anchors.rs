@@ -171,16 +171,17 @@ impl<A: sszgate_light::BeaconApi + 'static> AnchorSource for LightAnchors<A> {
 }
 
 /// What a light-client failure means for a block: not anchored when the light client could
-/// not tie it to a signed header — not connected, or a block whose recomputed root is not the
-/// header's (a node serving containers of another spec version, or a changed block) — so the
-/// verifier may still reach it by parent hash from a block that is anchored; unavailable for
-/// anything else (not synced, the beacon node down …).
+/// not tie it to a signed header — not connected, a block whose recomputed root is not the
+/// header's (a node serving containers of another spec version, or a changed block), or one
+/// whose signing aggregate is below the participation rule (a property of that block, not of
+/// the source) — so the verifier may still reach it by parent hash from a block that is
+/// anchored; unavailable for anything else (not synced, the beacon node down …).
 fn anchor_error(e: sszgate_light::LightError) -> AnchorError {
     use sszgate_light::LightError;
     match e {
-        LightError::NotConnected { .. } | LightError::RootMismatch { .. } => {
-            AnchorError::NotAnchored(e.to_string())
-        }
+        LightError::NotConnected { .. }
+        | LightError::RootMismatch { .. }
+        | LightError::Participation { .. } => AnchorError::NotAnchored(e.to_string()),
         other => AnchorError::Unavailable(other.to_string()),
     }
 }
@@ -200,6 +201,14 @@ mod tests {
         };
         assert!(
             matches!(anchor_error(mismatch), AnchorError::NotAnchored(m) if m.contains("block_root"))
+        );
+        let weak = LightError::Participation {
+            participants: 0,
+            required: 342,
+            field: "child.sync_aggregate",
+        };
+        assert!(
+            matches!(anchor_error(weak), AnchorError::NotAnchored(m) if m.contains("0 of 512 signed, 342 required"))
         );
         let config = LightError::Config {
             field: "SECONDS_PER_SLOT",
