@@ -35,6 +35,10 @@ use sszgate_drive::load::{Call, DEV_KEYS, EthRpc, Load, LoadShape, Senders};
 
 /// The chain id of `up.sh`'s chain.
 const CHAIN_ID: u64 = 1337;
+/// The kit's BPO1 fork (`BPO1=1`): at genesis, 48 blobs' target, 72 at most, geth's
+/// `baseFeeUpdateFraction` 5007716 — the execution chain's blob schedule, which the beacon
+/// node's config does not carry.
+const BLOB_SCHEDULE: &str = "0:48:72:5007716";
 /// A contract: called with a word, it stores it in slot 0 and logs it (topic: the caller);
 /// called without data, it returns slot 0. Init code `6022600c60003960226000f3` copies the
 /// 34-byte runtime after it and returns it.
@@ -81,6 +85,7 @@ fn start_sszgate_rpc(
         .arg("rpc")
         .args(sources)
         .args(["--checkpoint", checkpoint, "--chain-id", "1337"])
+        .args(["--blob-schedule", BLOB_SCHEDULE])
         .args(["--listen", &listen])
         .arg("--state")
         .arg(dir.join(format!("{name}.json")))

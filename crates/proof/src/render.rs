@@ -27,9 +27,15 @@ pub fn bytes(b: impl AsRef<[u8]>) -> Value {
 /// Fields of a standard answer no proof of this format binds, so the verifier leaves them out:
 /// receipt and log fields that depend on the other receipts of the block or on the base fee
 /// (`receipts::UNBOUND_RECEIPT_FIELDS`, `UNBOUND_LOG_FIELDS`), and the block timestamp on
-/// transactions, receipts and logs, which their proofs do not carry.
-pub const UNBOUND_FIELDS: [&str; 4] =
-    ["gasUsed", "effectiveGasPrice", "logIndex", "blockTimestamp"];
+/// transactions, receipts and logs, which their proofs do not carry; and a block's
+/// `requestsHash` (from Prague), which the execution payload does not carry.
+pub const UNBOUND_FIELDS: [&str; 5] = [
+    "gasUsed",
+    "effectiveGasPrice",
+    "logIndex",
+    "blockTimestamp",
+    "requestsHash",
+];
 
 /// Where a verified answer differs from a node's `standard` answer, if it does: every field of
 /// the standard answer must be in `ours` with the same value, except [`UNBOUND_FIELDS`] that

@@ -34,9 +34,9 @@ use crate::params::{self, BlockArg};
 use crate::trust::ClientState;
 use crate::types::{
     AccountProof, BigBytes, BlockNumberProof, BlockProof, C4Request, CallProof, CodeUnion,
-    DataUnion, EthCallAccount, ExecutionPayloadUnion, HeaderProofUnion, LogsBlock, LogsTx,
-    ProofUnion, ReceiptProof, StateBlockUnion, StateProof, StorageProof, SyncDataUnion,
-    TransactionProof,
+    DataUnion, EthCallAccount, ExecutionPayloadUnion, HeaderChainProof, HeaderProofUnion,
+    LogsBlock, LogsTx, ProofHeader, ProofUnion, ReceiptProof, StateBlockUnion, StateProof,
+    StorageProof, SyncDataUnion, TransactionProof,
 };
 use ssz_types::VariableList;
 use tree::BodyTree;
@@ -84,6 +84,10 @@ pub struct Prover {
 /// A data block with the block whose sync aggregate signs it.
 struct Blocks {
     data: AnyBlock,
+    /// The blocks after `data` up to the header `signing`'s aggregate signs, oldest first;
+    /// empty when `signing` signs `data` itself.
+    chain: Vec<AnyBlock>,
+    /// The block whose sync aggregate (of at least 2/3 of the committee) signs.
     signing: AnyBlock,
 }
 
@@ -167,9 +171,34 @@ impl Prover {
                 (data, self.child_root(data).await?)
             }
         };
-        let signing = self.block(&signing_root.to_string()).await?;
         let data = self.block(&data_root.to_string()).await?;
-        Ok(Blocks { data, signing })
+        self.signed_after(data, signing_root).await
+    }
+
+    /// `data` tied to the signatures of 2/3 of the committee: by its child `child_root` when
+    /// that child's aggregate has them, else through the chain of headers up to the first
+    /// later block whose child's aggregate does (at most [`MAX_SIGNER_SEARCH`] blocks; a
+    /// verifier checks the chain by parent roots, spec §7.2) — as on a chain whose
+    /// committee signs late after genesis, or skips a slot's aggregate.
+    async fn signed_after(&self, data: AnyBlock, child_root: B256) -> Result<Blocks, ProveError> {
+        let (mut chain, mut signing_root) = (Vec::new(), child_root);
+        for _ in 0..MAX_SIGNER_SEARCH {
+            let signing = self.block(&signing_root.to_string()).await?;
+            if is_supermajority(signing.sync_aggregate().participants()) {
+                return Ok(Blocks {
+                    data,
+                    chain,
+                    signing,
+                });
+            }
+            let next = self.child_root(signing_root).await?;
+            chain.push(signing);
+            signing_root = next;
+        }
+        Err(ProveError::Unsupported(format!(
+            "none of the {MAX_SIGNER_SEARCH} blocks after slot {} carries the signatures of 2/3 of the sync committee",
+            data.header_with(B256::ZERO).slot
+        )))
     }
 
     /// `latest` (§12.1): the head's parent, signed by the head — or, where fewer than 2/3 of
@@ -182,7 +211,11 @@ impl Prover {
             let parent = signing.parent_root().to_string();
             if is_supermajority(signing.sync_aggregate().participants()) {
                 let data = self.block(&parent).await?;
-                return Ok(Blocks { data, signing });
+                return Ok(Blocks {
+                    data,
+                    chain: Vec::new(),
+                    signing,
+                });
             }
             signing = self.block(&parent).await?;
         }
@@ -633,15 +666,26 @@ fn transaction_in(b: &Blocks, index: u32) -> Result<ProofUnion, ProveError> {
 /// The slots whose sync committees sign a proof's headers (the slot after each data header,
 /// as the verifier takes it).
 fn signed_slots(proof: &ProofUnion) -> Vec<u64> {
-    let header = |h: &sszgate_light::types::BeaconBlockHeader| h.slot.saturating_add(1);
+    // The header a signature covers: the data header, or the last of a header chain.
+    let signed = |h: &sszgate_light::types::BeaconBlockHeader, p: &HeaderProofUnion| {
+        let slot = match p {
+            HeaderProofUnion::Signature(_) => h.slot,
+            HeaderProofUnion::Headers(chain) => chain.header.slot,
+            HeaderProofUnion::Historic(historic) => historic.header.slot,
+        };
+        slot.saturating_add(1)
+    };
     match proof {
-        ProofUnion::BlockNumber(p) => vec![header(&p.header)],
-        ProofUnion::Block(p) => vec![header(&p.header)],
-        ProofUnion::Transaction(p) => vec![header(&p.header)],
-        ProofUnion::Receipt(p) => vec![header(&p.header)],
-        ProofUnion::Logs(blocks) => blocks.iter().map(|b| header(&b.header)).collect(),
-        ProofUnion::Account(p) => vec![header(&p.state_proof.header)],
-        ProofUnion::Call(p) => vec![header(&p.state_proof.header)],
+        ProofUnion::BlockNumber(p) => vec![signed(&p.header, &p.header_proof)],
+        ProofUnion::Block(p) => vec![signed(&p.header, &p.header_proof)],
+        ProofUnion::Transaction(p) => vec![signed(&p.header, &p.header_proof)],
+        ProofUnion::Receipt(p) => vec![signed(&p.header, &p.header_proof)],
+        ProofUnion::Logs(blocks) => blocks
+            .iter()
+            .map(|b| signed(&b.header, &b.header_proof))
+            .collect(),
+        ProofUnion::Account(p) => vec![signed(&p.state_proof.header, &p.state_proof.header_proof)],
+        ProofUnion::Call(p) => vec![signed(&p.state_proof.header, &p.state_proof.header_proof)],
         _ => Vec::new(),
     }
 }
@@ -703,16 +747,47 @@ fn tie(
 > {
     let tree = BodyTree::new(&b.data);
     let header = b.data.header_with(tree.root());
-    if b.signing.parent_root() != header.tree_hash_root() {
-        return Err(ProveError::Unsupported(
-            "the signing block is not the data block's child".into(),
-        ));
+    // Each block after the data block must name the one before it as its parent.
+    let linked = |block: &AnyBlock, parent: B256| {
+        if block.parent_root() == parent {
+            Ok(())
+        } else {
+            Err(ProveError::Unsupported(format!(
+                "the block after {parent} does not name it as its parent"
+            )))
+        }
+    };
+    let mut parent = header.tree_hash_root();
+    let mut between = Vec::with_capacity(b.chain.len());
+    for block in &b.chain {
+        linked(block, parent)?;
+        let summary = block.summary();
+        between.push(summary.header);
+        parent = summary.root;
     }
-    Ok((
-        header,
-        HeaderProofUnion::Signature(b.signing.sync_aggregate().clone()),
-        tree,
-    ))
+    linked(&b.signing, parent)?;
+    let aggregate = b.signing.sync_aggregate();
+    let header_proof = match between.split_last() {
+        None => HeaderProofUnion::Signature(aggregate.clone()),
+        Some((signed, before)) => HeaderProofUnion::Headers(Box::new(HeaderChainProof {
+            headers: ssz_types::VariableList::new(
+                before
+                    .iter()
+                    .map(|h| ProofHeader {
+                        slot: h.slot,
+                        proposer_index: h.proposer_index,
+                        state_root: h.state_root,
+                        body_root: h.body_root,
+                    })
+                    .collect(),
+            )
+            .map_err(|e| upstream(format!("header chain too long: {e:?}")))?,
+            header: *signed,
+            sync_committee_bits: aggregate.sync_committee_bits.clone(),
+            sync_committee_signature: aggregate.sync_committee_signature,
+        })),
+    };
+    Ok((header, header_proof, tree))
 }
 
 fn nodes<N: ssz_types::typenum::Unsigned>(
