@@ -27,10 +27,11 @@ use crate::txs::{Tx, decode_tx, tx_leaf, tx_leaves};
 use crate::types::{BigBytes, EthReceiptData, Log, LogsBlock, LogsTx, ReceiptProof};
 
 /// Receipt fields the proof does not bind (they depend on the other receipts of the block,
-/// or on the base fee, which a `ReceiptProof` does not prove): not returned. `gasUsed` is
+/// on the base fee or on the excess blob gas, which a `ReceiptProof` does not prove): not
+/// returned. `gasUsed` is
 /// returned for the first transaction of a block (it equals `cumulativeGasUsed`) and
 /// `effectiveGasPrice` for transactions whose gas price is fixed (legacy, EIP-2930).
-pub const UNBOUND_RECEIPT_FIELDS: [&str; 2] = ["gasUsed", "effectiveGasPrice"];
+pub const UNBOUND_RECEIPT_FIELDS: [&str; 3] = ["gasUsed", "effectiveGasPrice", "blobGasPrice"];
 /// Log fields no proof of this format binds (the position among all logs of the block).
 pub const UNBOUND_LOG_FIELDS: [&str; 1] = ["logIndex"];
 
@@ -171,6 +172,11 @@ fn render_receipt(d: &EthReceiptData, tx: &Tx) -> Value {
     }
     if let Some(price) = tx.envelope.gas_price() {
         o.insert("effectiveGasPrice".into(), qty(price));
+    }
+    // A blob transaction's blob gas follows from its proven blob count; its price needs the
+    // block's excess blob gas, which a receipt proof does not carry (`UNBOUND_RECEIPT_FIELDS`).
+    if let Some(used) = tx.envelope.blob_gas_used() {
+        o.insert("blobGasUsed".into(), qty(used));
     }
     out
 }

@@ -25,13 +25,15 @@ pub fn bytes(b: impl AsRef<[u8]>) -> Value {
 }
 
 /// Fields of a standard answer no proof of this format binds, so the verifier leaves them out:
-/// receipt and log fields that depend on the other receipts of the block or on the base fee
+/// receipt and log fields that depend on the other receipts of the block, on the base fee or on
+/// the block's excess blob gas
 /// (`receipts::UNBOUND_RECEIPT_FIELDS`, `UNBOUND_LOG_FIELDS`), and the block timestamp on
 /// transactions, receipts and logs, which their proofs do not carry; and a block's
 /// `requestsHash` (from Prague), which the execution payload does not carry.
-pub const UNBOUND_FIELDS: [&str; 5] = [
+pub const UNBOUND_FIELDS: [&str; 6] = [
     "gasUsed",
     "effectiveGasPrice",
+    "blobGasPrice",
     "logIndex",
     "blockTimestamp",
     "requestsHash",

@@ -171,19 +171,26 @@ impl Prover {
                 (data, self.child_root(data).await?)
             }
         };
+        // The signing block first, then the data block (the order the live test's lying
+        // relay expects to tell a signing block from a data block).
+        let child = self.block(&signing_root.to_string()).await?;
         let data = self.block(&data_root.to_string()).await?;
-        self.signed_after(data, signing_root).await
+        self.signed_after(data, child, signing_root).await
     }
 
-    /// `data` tied to the signatures of 2/3 of the committee: by its child `child_root` when
+    /// `data` tied to the signatures of 2/3 of the committee: by its `child` when
     /// that child's aggregate has them, else through the chain of headers up to the first
     /// later block whose child's aggregate does (at most [`MAX_SIGNER_SEARCH`] blocks; a
     /// verifier checks the chain by parent roots, spec §7.2) — as on a chain whose
     /// committee signs late after genesis, or skips a slot's aggregate.
-    async fn signed_after(&self, data: AnyBlock, child_root: B256) -> Result<Blocks, ProveError> {
-        let (mut chain, mut signing_root) = (Vec::new(), child_root);
+    async fn signed_after(
+        &self,
+        data: AnyBlock,
+        child: AnyBlock,
+        child_root: B256,
+    ) -> Result<Blocks, ProveError> {
+        let (mut chain, mut signing, mut signing_root) = (Vec::new(), child, child_root);
         for _ in 0..MAX_SIGNER_SEARCH {
-            let signing = self.block(&signing_root.to_string()).await?;
             if is_supermajority(signing.sync_aggregate().participants()) {
                 return Ok(Blocks {
                     data,
@@ -191,9 +198,11 @@ impl Prover {
                     signing,
                 });
             }
-            let next = self.child_root(signing_root).await?;
-            chain.push(signing);
-            signing_root = next;
+            signing_root = self.child_root(signing_root).await?;
+            chain.push(std::mem::replace(
+                &mut signing,
+                self.block(&signing_root.to_string()).await?,
+            ));
         }
         Err(ProveError::Unsupported(format!(
             "none of the {MAX_SIGNER_SEARCH} blocks after slot {} carries the signatures of 2/3 of the sync committee",
