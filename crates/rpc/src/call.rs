@@ -7,8 +7,10 @@
 //! before any code runs; they stay unproven ("provisional", empty) unless an opcode reads
 //! their state (BALANCE, EXTCODE*, a CALL to them, a SELFDESTRUCT paying them) or a proven
 //! account's EIP-7702 delegation points to them, which an inspector and the state watch for.
-//! Fees, nonce and balance checks are off (as in `eth_call`). `BLOCKHASH` is not proven, nor
-//! `BLOBBASEFEE` without the chain's blob schedule: either makes the call unprovable.
+//! Fees and the nonce check are off (as in `eth_call`); a call with a value proves its caller,
+//! whose balance must cover the value (geth's `buyGas` check, the fee being zero).
+//! `BLOCKHASH` is not proven, nor `BLOBBASEFEE` without the chain's blob schedule: either makes
+//! the call unprovable.
 //!
 //! Shared with the proof verifier (`sszgate-proof`'s `call`): the call object
 //! ([`CallRequest`]: every field used as geth uses it or refused by name), its gas
@@ -16,7 +18,13 @@
 //! ([`tx_env`]), the EVM configuration ([`eth_call_cfg`]) and the watched reads
 //! ([`account_read`], [`delegate_of`]).
 //!
-//! Not here: fetching proofs and code (`verifier`); the fork table (`blobs`).
+//! Not here: fetching proofs and code (`verifier`); the fork table (`blobs`); geth's gas
+//! estimator (`estimate`).
+
+mod estimate;
+
+pub use estimate::estimate_cap;
+pub(crate) use estimate::{Runs, estimate, plain_transfer};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -26,7 +34,10 @@ use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use revm::{
     Context, Database, InspectEvm, Inspector, MainBuilder, MainContext,
     bytecode::Bytecode,
-    context::{BlockEnv, TxEnv, result::ExecutionResult},
+    context::{
+        BlockEnv, TxEnv,
+        result::{EVMError, ExecutionResult, InvalidTransaction},
+    },
     context_interface::block::BlobExcessGasAndPrice,
     database_interface::DBErrorMarker,
     interpreter::{Interpreter, interpreter::EthInterpreter, interpreter_types::Jumps},
@@ -361,7 +372,70 @@ pub(crate) enum Run {
     /// Stopped or tainted: prove these and run again.
     Needs(Needs),
     /// Not a valid transaction (e.g. gas below the intrinsic cost).
-    Invalid(String),
+    Invalid(Invalid),
+}
+
+/// Why a call is not a valid transaction; it did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Invalid {
+    /// The reason, as the error says it.
+    pub why: String,
+    /// The gas limit is the reason (below the intrinsic cost, above a cap): geth's estimator
+    /// counts such a run as a failure to raise or lower the gas from, not as an error.
+    pub for_gas: bool,
+}
+
+impl Invalid {
+    /// The EVM's refusal of a transaction.
+    fn of(e: &InvalidTransaction) -> Invalid {
+        let for_gas = matches!(
+            e,
+            InvalidTransaction::CallGasCostMoreThanGasLimit { .. }
+                | InvalidTransaction::TxGasLimitGreaterThanCap { .. }
+        );
+        Invalid {
+            why: e.to_string(),
+            for_gas,
+        }
+    }
+}
+
+/// One run of a call at a gas limit over proven state: its result, or why it did not run.
+pub(crate) type Attempt = Result<ExecutionResult, Invalid>;
+
+/// The output of a run that succeeded; the error answered for one that reverted or halted.
+pub(crate) fn call_output(result: ExecutionResult) -> Result<Bytes, RpcError> {
+    match result {
+        ExecutionResult::Success { output, .. } => Ok(output.into_data()),
+        ExecutionResult::Revert { output, .. } => Err(RpcError::Reverted(output)),
+        ExecutionResult::Halt { reason, .. } => Err(RpcError::Halted(format!("{reason:?}"))),
+    }
+}
+
+/// geth's balance check before a call runs (`buyGas`, the fee being zero): the caller's
+/// balance covers the value. A call with a value thus reads its caller, which is proven
+/// first; revm's own check is off with the fee charge, and a provisional (empty) caller
+/// would halt the transfer with `OutOfFunds`.
+fn check_value(state: &ProvenState, call: &CallRequest) -> Option<Run> {
+    if call.value.is_zero() {
+        return None;
+    }
+    if state.provisional.contains(&call.from) {
+        let mut needs = Needs::default();
+        needs.touched.insert(call.from);
+        return Some(Run::Needs(needs));
+    }
+    // An account neither proven nor provisional is asked for by the EVM's first read.
+    let balance = state.accounts.get(&call.from)?.info.balance;
+    (balance < call.value).then(|| {
+        Run::Invalid(Invalid {
+            why: format!(
+                "insufficient funds for gas * price + value: address {} have {balance} want {}",
+                call.from, call.value
+            ),
+            for_gas: false,
+        })
+    })
 }
 
 /// The block environment of `header` (the blob price from `blob_params` when known).
@@ -389,16 +463,6 @@ fn block_env(header: &Header, blob_params: Option<&BlobParams>) -> BlockEnv {
 /// `CallDefaults`).
 pub fn call_gas(call: &CallRequest) -> u64 {
     call.gas.unwrap_or(RPC_GAS_CAP).min(RPC_GAS_CAP)
-}
-
-/// The upper bound of eth_estimateGas: the call's gas, else the block's gas limit, at most
-/// [`RPC_GAS_CAP`], and from Osaka at most [`OSAKA_TX_GAS_CAP`] (geth's estimator).
-pub fn estimate_cap(call: &CallRequest, block_gas_limit: u64, spec: SpecId) -> u64 {
-    let cap = call.gas.unwrap_or(block_gas_limit).min(RPC_GAS_CAP);
-    match spec.is_enabled_in(SpecId::OSAKA) {
-        true => cap.min(OSAKA_TX_GAS_CAP),
-        false => cap,
-    }
 }
 
 /// The transaction of `call` on chain `chain_id`: no gas price, [`call_gas`] gas, its access
@@ -464,6 +528,9 @@ pub(crate) fn run(
     chain: (u64, &ForkSchedule),
     call: &CallRequest,
 ) -> Result<Run, RpcError> {
+    if let Some(refused) = check_value(state, call) {
+        return Ok(refused);
+    }
     let (chain_id, blobs) = chain;
     let blob_params = blobs.at(header.timestamp);
     let spec = spec_of(header, blobs);
@@ -493,8 +560,8 @@ pub(crate) fn run(
     match result {
         Ok(done) if needs.is_empty() => Ok(Run::Done(done)),
         Ok(_) => Ok(Run::Needs(needs)),
-        Err(revm::context::result::EVMError::Database(NotProven)) => Ok(Run::Needs(needs)),
-        Err(revm::context::result::EVMError::Transaction(e)) => Ok(Run::Invalid(e.to_string())),
+        Err(EVMError::Database(NotProven)) => Ok(Run::Needs(needs)),
+        Err(EVMError::Transaction(e)) => Ok(Run::Invalid(Invalid::of(&e))),
         Err(e) => Err(RpcError::Unprovable(format!("the call cannot be run: {e}"))),
     }
 }
@@ -504,11 +571,11 @@ mod tests {
     use super::*;
     use alloy_primitives::{address, keccak256};
 
-    const CONTRACT: Address = address!("0x00000000000000000000000000000000000c0de0");
-    const CALLER: Address = address!("0x00000000000000000000000000000000000ca11e");
+    pub(super) const CONTRACT: Address = address!("0x00000000000000000000000000000000000c0de0");
+    pub(super) const CALLER: Address = address!("0x00000000000000000000000000000000000ca11e");
 
     /// A state with one contract running `code`, the caller provisional.
-    fn state_with(code: &[u8]) -> (ProvenState, Header, CallRequest) {
+    pub(super) fn state_with(code: &[u8]) -> (ProvenState, Header, CallRequest) {
         let code = Bytes::copy_from_slice(code);
         let info = AccountInfo {
             code_hash: keccak256(&code),
@@ -552,7 +619,7 @@ mod tests {
         match run(&state, &header, (1, &ForkSchedule::default()), &call).unwrap() {
             Run::Needs(needs) => needs,
             Run::Done(done) => panic!("ran over unproven state: {done:?}"),
-            Run::Invalid(why) => panic!("not run: {why}"),
+            Run::Invalid(why) => panic!("not run: {why:?}"),
         }
     }
 
@@ -624,10 +691,12 @@ mod tests {
     fn gas_below_the_intrinsic_cost_is_invalid() {
         let (state, header, mut call) = state_with(&[0x00]);
         call.gas = Some(20_999);
-        assert!(matches!(
-            run(&state, &header, (1, &ForkSchedule::default()), &call).unwrap(),
-            Run::Invalid(_)
-        ));
+        let Run::Invalid(invalid) =
+            run(&state, &header, (1, &ForkSchedule::default()), &call).unwrap()
+        else {
+            panic!("ran below the intrinsic cost");
+        };
+        assert!(invalid.for_gas, "{invalid:?}");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::{
     AnchorSource,
     blobs::BlobSchedule,
     blocks::{self, VerifiedBlock},
-    call::{CallRequest, ProvenAccount, ProvenState, Run},
+    call::{Attempt, CallRequest, ProvenAccount, ProvenState, Run},
     error::{AnchorError, Check, RpcError, mismatch},
     params, receipts, render, state,
     upstream::Upstream,
@@ -527,32 +527,26 @@ impl<A: AnchorSource> Verifier<A> {
     /// `eth_call`: run in revm over state proven against the block's state root.
     async fn eth_call(&self, p: &[Value]) -> Result<Value, RpcError> {
         let (call, mut run) = self.call_setup(p, "eth_call").await?;
-        call_result(self.run_proven(&mut run, &call).await?)
+        match self.run_proven(&mut run, &call).await? {
+            Ok(result) => call_result(result),
+            Err(invalid) => Err(RpcError::Halted(invalid.why)),
+        }
     }
 
-    /// `eth_estimateGas`: the lowest gas limit with which the call, run over proven state,
-    /// succeeds (exact, by bisection; nodes answer an approximation of it).
+    /// `eth_estimateGas`: geth's estimate (its steps and tolerance, `call::estimate`), every
+    /// run over proven state.
     async fn estimate_gas(&self, p: &[Value]) -> Result<Value, RpcError> {
         let (mut call, mut run) = self.call_setup(p, "eth_estimateGas").await?;
         let spec = crate::call::spec_of(&run.header, &self.blobs);
-        let cap = crate::call::estimate_cap(&call, run.header.gas_limit, spec);
-        call.gas = Some(cap);
-        let used = match self.run_proven(&mut run, &call).await? {
-            ExecutionResult::Success { gas, .. } => gas.tx_gas_used(),
-            other => return call_result(other).map(|_| Value::Null),
+        let hi = crate::call::estimate_cap(&call, run.header.gas_limit, spec);
+        let plain = crate::call::plain_transfer(&call, &run.state);
+        let mut runs = EstimateRuns {
+            verifier: self,
+            run: &mut run,
+            call: &mut call,
         };
-        // `lo` fails (or is below what was used), `hi` succeeds.
-        let (mut lo, mut hi) = (used.saturating_sub(1), cap);
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            call.gas = Some(mid);
-            match self.run_proven(&mut run, &call).await {
-                Ok(ExecutionResult::Success { .. }) => hi = mid,
-                Ok(_) | Err(RpcError::Halted(_)) => lo = mid,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(json!(hex(hi)))
+        let gas = crate::call::estimate(hi, plain, &mut runs).await?;
+        Ok(json!(hex(gas)))
     }
 
     /// The call of `eth_call`/`eth_estimateGas` params, and its block's state with what the
@@ -589,12 +583,9 @@ impl<A: AnchorSource> Verifier<A> {
         Ok((call, run))
     }
 
-    /// Runs `call` until it finishes over proven state, proving what each run missed.
-    async fn run_proven(
-        &self,
-        run: &mut CallRun,
-        call: &CallRequest,
-    ) -> Result<ExecutionResult, RpcError> {
+    /// Runs `call` until it finishes over proven state, proving what each run missed; a
+    /// transaction the EVM refuses is answered as such.
+    async fn run_proven(&self, run: &mut CallRun, call: &CallRequest) -> Result<Attempt, RpcError> {
         for _ in 0..MAX_CALL_ROUNDS {
             let mut needs = match crate::call::run(
                 &run.state,
@@ -602,8 +593,8 @@ impl<A: AnchorSource> Verifier<A> {
                 (self.chain_id, &self.blobs),
                 call,
             )? {
-                Run::Done(result) => return Ok(result),
-                Run::Invalid(why) => return Err(RpcError::Halted(why)),
+                Run::Done(result) => return Ok(Ok(result)),
+                Run::Invalid(invalid) => return Ok(Err(invalid)),
                 Run::Needs(needs) => needs,
             };
             if let Some(why) = needs.unprovable {
@@ -839,11 +830,21 @@ struct CallRun {
     codes: HashMap<Address, Bytes>,
 }
 
+/// The runs of an `eth_estimateGas` call: each at its gas limit over proven state.
+struct EstimateRuns<'a, A> {
+    verifier: &'a Verifier<A>,
+    run: &'a mut CallRun,
+    call: &'a mut CallRequest,
+}
+
+impl<A: AnchorSource> crate::call::Runs for EstimateRuns<'_, A> {
+    fn at(&mut self, gas: u64) -> impl Future<Output = Result<Attempt, RpcError>> + Send {
+        self.call.gas = Some(gas);
+        self.verifier.run_proven(self.run, self.call)
+    }
+}
+
 /// The JSON-RPC answer of a call run over proven state.
 fn call_result(result: ExecutionResult) -> Result<Value, RpcError> {
-    match result {
-        ExecutionResult::Success { output, .. } => Ok(json!(output.into_data())),
-        ExecutionResult::Revert { output, .. } => Err(RpcError::Reverted(output)),
-        ExecutionResult::Halt { reason, .. } => Err(RpcError::Halted(format!("{reason:?}"))),
-    }
+    crate::call::call_output(result).map(|output| json!(output))
 }

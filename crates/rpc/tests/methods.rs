@@ -166,9 +166,10 @@ async fn tags_and_unanchored_blocks() {
 }
 
 /// `eth_estimateGas` on the recorded USDC call: the call succeeds with the estimate (and
-/// answers the recorded balance) and fails with one gas less.
+/// answers the recorded balance) and fails 1.5 % below it (geth's estimator stops once its
+/// failing and succeeding bounds are that close).
 #[tokio::test]
-async fn estimated_gas_is_the_lowest_that_succeeds() {
+async fn estimated_gas_is_geths_estimate() {
     let case = "eth_call1";
     let test = test_json(case);
     let (_replay, server) = start(case, HashMap::new(), anchors_of(case).0).await;
@@ -189,7 +190,7 @@ async fn estimated_gas_is_the_lowest_that_succeeds() {
     };
     let enough = call(&server, "eth_call", &with_gas(estimate)).await;
     assert_eq!(enough["result"], test["expected_result"], "{enough}");
-    let short = call(&server, "eth_call", &with_gas(estimate - 1)).await;
+    let short = call(&server, "eth_call", &with_gas(estimate * 985 / 1000)).await;
     assert_eq!(short["error"]["code"], -32000, "{short}");
 }
 
