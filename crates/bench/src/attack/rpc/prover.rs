@@ -52,6 +52,11 @@ const LOGGER: &str = "6022600c60003960226000f33615601657600035806000556000523360
 /// A contract returning CHAINID as a word: init code returning the 7-byte runtime
 /// `CHAINID PUSH0 MSTORE PUSH1 32 PUSH0 RETURN`.
 const CHAIN_ID_CONTRACT: &str = "66465f5260205ff35f5260076019f3";
+/// How long one call of the verifier may take.
+const ASK: Duration = Duration::from_secs(60);
+/// Seats (of 512) the blocks the rows ask about must carry, so that an honest proof is
+/// answered under the verifier's default rule.
+const PARTICIPATION: usize = 342;
 /// The chain's id (the kit's).
 const CHAIN_ID: u64 = 1337;
 /// How far behind the head the "older" block must be, in blocks (beyond `--max-head-age`).
@@ -152,7 +157,6 @@ async fn run_rows(sszgate: &Path, dir: &Path, chain: &LiveChain) -> Result<Vec<R
     let mut rows = Vec::new();
     for (attack, (lie, method, params)) in ATTACKS.iter().zip(asks(&scene)) {
         eprintln!("sszgate bench attack --target rpc: lying prover: {attack}");
-        relay.tell(Some(lie.clone()));
         rows.push(
             row(
                 chain,
@@ -222,15 +226,25 @@ async fn row(
         format!("{method}({params}); the relay asks the prover {lie:?}"),
         String::new(),
     );
+    relay.tell(None);
+    let honest = server::post(verifier.addr, server::call(method, params.clone()), ASK).await;
+    let honest = honest.map(|r| r.json).unwrap_or(Value::Null);
+    let truth = chain.eth(method, params.clone()).await;
+    if let Err(why) = answered_truly(&honest, &truth) {
+        row.answered =
+            format!("not run: the honest proof is not answered with geth's answer: {why}");
+        row.failures.push(row.answered.clone());
+        return row;
+    }
+    relay.tell(Some(lie.clone()));
     row.rss_before_kib = rss_kib(verifier.pid()).1;
     let started = std::time::Instant::now();
     let call = server::call(method, params.clone());
-    let reply = server::post(verifier.addr, call, Duration::from_secs(60)).await;
+    let reply = server::post(verifier.addr, call, ASK).await;
     row.took_ms = started.elapsed().as_millis() as u64;
     row.answered = server::describe(&reply);
     let reply = reply.map(|r| r.json).unwrap_or(Value::Null);
     row.check = reply.get("error").and_then(server::check_of);
-    let truth = chain.eth(method, params).await;
     row.recovered_ms = server::recovers(verifier.addr, super::RECOVERY)
         .await
         .map(|d| d.as_millis() as u64);
@@ -239,6 +253,21 @@ async fn row(
     row.alive = Some(verifier.alive());
     judge(&mut row, &reply, truth, relay.told(), scene);
     row
+}
+
+/// Whether the verifier's answer to the honest prover is geth's: without it a refusal of the
+/// lie proves nothing (the verifier might refuse the block for another reason).
+fn answered_truly(reply: &Value, truth: &Result<Value, String>) -> Result<(), String> {
+    let truth = truth.as_ref().map_err(|e| format!("geth: {e}"))?;
+    match reply.get("result") {
+        Some(result) if fingerprint(result) == fingerprint(truth) => Ok(()),
+        Some(result) => Err(format!(
+            "{} where geth answers {}",
+            short(result),
+            short(truth)
+        )),
+        None => Err(short(reply)),
+    }
 }
 
 /// The verdict: an error is a refusal; a result equal to geth's is the truth (the lie had no
@@ -311,6 +340,7 @@ fn short(value: &Value) -> String {
 /// Deploys the contracts, logs in two consecutive mined blocks, and waits until the block
 /// before them is [`OLDER_BY`] blocks behind the head.
 async fn scene(chain: &LiveChain) -> Result<Scene, String> {
+    participating(chain).await?;
     let senders = Senders::dev();
     let sender = senders.addresses().0;
     let pending = json!([sender, "pending"]);
@@ -368,6 +398,29 @@ async fn scene(chain: &LiveChain) -> Result<Scene, String> {
         older: (older_number, older_nonce),
         logs: [first, second],
     })
+}
+
+/// Waits until the head block's sync aggregate carries [`PARTICIPATION`] seats (a young
+/// chain's first blocks carry fewer).
+async fn participating(chain: &LiveChain) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    loop {
+        let head = chain.beacon_json("/eth/v2/beacon/blocks/head").await?;
+        let bits = head["data"]["message"]["body"]["sync_aggregate"]["sync_committee_bits"]
+            .as_str()
+            .and_then(|hex| const_hex::decode(hex).ok())
+            .unwrap_or_default();
+        let seats: usize = bits.iter().map(|b| b.count_ones() as usize).sum();
+        if seats >= PARTICIPATION {
+            return Ok(());
+        }
+        if started.elapsed() > WAIT {
+            return Err(format!(
+                "the head's sync aggregate has {seats} of 512 seats after {WAIT:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 /// The block (number, hash) that holds transaction `hash`, once it is mined.
