@@ -4,7 +4,7 @@
 //! Rows, by group: the forged head signed by a share of the sync committee ([`forged_head`],
 //! on the live Fulu chain ([`chain`]) with forging relays ([`relay`], [`forge`], the seats'
 //! keys in [`interop`]); not run, and said so, without the chain's tools); the lying prover
-//! (its relay not built yet: reported as not run, never as passed); chain timing from a lying
+//! ([`prover`], a relay in front of `sszgate rpc --serve-proofs` on the same chain); chain timing from a lying
 //! Beacon API ([`timing`], run once `sszgate rpc` has `--network`); hostile clients against
 //! one `sszgate rpc` ([`clients`]). The child and its calls live in [`server`]. Nothing here
 //! fixes what a row finds.
@@ -19,6 +19,7 @@ mod clients;
 mod forge;
 mod forged_head;
 mod interop;
+mod prover;
 mod relay;
 mod server;
 mod timing;
@@ -64,6 +65,8 @@ pub enum Verdict {
     Answered,
     /// A forgery outside any light client's model, run to show it is well-formed.
     Control,
+    /// A lie that changed nothing: the verified answer is the truth (geth's).
+    Truth,
     /// Not run; `answered` says why.
     NotRun,
 }
@@ -98,6 +101,8 @@ pub struct Row {
     pub took_ms: u64,
     /// The invariants broken, in words; empty when the row passed or was not run.
     pub failures: Vec<String>,
+    /// The documented limit of the proof format a wrong answer of this row falls under.
+    pub limit: Option<&'static str>,
 }
 
 impl Row {
@@ -116,6 +121,7 @@ impl Row {
             recovered_ms: None,
             took_ms: 0,
             failures: Vec::new(),
+            limit: None,
         }
     }
 
@@ -129,27 +135,6 @@ impl Row {
         )
     }
 }
-
-/// The rows of the lying-prover group, not run yet, and why.
-const NOT_BUILT: [(&str, &str, &str); 3] = [
-    (
-        "lying prover",
-        "latest answered with a header of an old period",
-        PROVER,
-    ),
-    (
-        "lying prover",
-        "eth_getLogs with another block's logs / a log left out",
-        PROVER,
-    ),
-    (
-        "lying prover",
-        "eth_call proven with another chain id",
-        PROVER,
-    ),
-];
-const PROVER: &str =
-    "the lying prover relay in front of `sszgate rpc --serve-proofs` is not built yet";
 
 /// The campaign's result.
 #[derive(Clone, Debug, Serialize)]
@@ -167,11 +152,6 @@ pub async fn run(options: &Options) -> Report {
     let dir = std::env::temp_dir().join(format!("sszgate-attack-rpc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("the campaign's directory");
     let mut rows = live_rows(options, &dir).await;
-    rows.extend(
-        NOT_BUILT
-            .iter()
-            .map(|(group, attack, why)| Row::not_run(group, attack, why)),
-    );
     for lie in timing::LIES {
         eprintln!(
             "sszgate bench attack --target rpc: chain timing: {}",
@@ -193,10 +173,13 @@ pub async fn run(options: &Options) -> Report {
 /// tools, not run and said so.
 async fn live_rows(options: &Options, dir: &std::path::Path) -> Vec<Row> {
     let not_run = |why: &str| -> Vec<Row> {
-        forged_head::SHARES
+        let forged = forged_head::SHARES
             .iter()
-            .map(|&k| Row::not_run(forged_head::GROUP, &forged_head::attack(k), why))
-            .collect()
+            .map(|&k| Row::not_run(forged_head::GROUP, &forged_head::attack(k), why));
+        let lying = prover::ATTACKS
+            .iter()
+            .map(|attack| Row::not_run(prover::GROUP, attack, why));
+        forged.chain(lying).collect()
     };
     let Some(tools) = &options.live else {
         return not_run("no live chain asked for (--live)");
@@ -213,7 +196,11 @@ async fn live_rows(options: &Options, dir: &std::path::Path) -> Vec<Row> {
     .await
     .unwrap_or_else(|e| Err(e.to_string()));
     match started {
-        Ok(chain) => forged_head::rows(&options.sszgate, dir, &chain).await,
+        Ok(chain) => {
+            let mut rows = forged_head::rows(&options.sszgate, dir, &chain).await;
+            rows.extend(prover::rows(&options.sszgate, dir, &chain).await);
+            rows
+        }
         Err(e) => {
             let mut rows = not_run(&format!("the live chain did not start: {e}"));
             for row in &mut rows {
@@ -437,6 +424,15 @@ impl Report {
     }
 }
 
+/// The row's failures, and the documented limit they fall under, if any.
+fn failures_with_limit(row: &Row) -> String {
+    let failures = row.failures.join("; ");
+    match row.limit {
+        Some(limit) => format!("{failures} — known limit: {limit}"),
+        None => failures,
+    }
+}
+
 fn row_markdown(number: usize, row: &Row) -> String {
     let rss = if row.rss_before_kib == 0 {
         "–".to_string()
@@ -464,6 +460,6 @@ fn row_markdown(number: usize, row: &Row) -> String {
         cell(&row.sent),
         cell(&row.answered),
         row.check.as_deref().unwrap_or("–"),
-        cell(&row.failures.join("; "))
+        cell(&failures_with_limit(row))
     )
 }

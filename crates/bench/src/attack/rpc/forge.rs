@@ -31,17 +31,27 @@ pub(crate) struct ForgedHeader {
     pub(crate) forged_hash: B256,
     /// The older block whose state root F carries.
     pub(crate) older_number: u64,
+    /// Its hash: its state is asked for by hash, so a reorganisation that replaces the block
+    /// at that number cannot swap another state in.
+    pub(crate) older_hash: B256,
     /// That state root.
     pub(crate) older_state_root: B256,
 }
 
+/// The older block O whose state F carries.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Older {
+    /// O's number.
+    pub(crate) number: u64,
+    /// O's hash.
+    pub(crate) hash: B256,
+    /// O's state root.
+    pub(crate) state_root: B256,
+}
+
 /// Rebuilds geth's `eth_getBlockByNumber` answer `block` as a header, checks it hashes to
-/// geth's hash, and hashes it again with `older_state_root`.
-pub(crate) fn forge_header(
-    block: &Value,
-    older_number: u64,
-    older_state_root: B256,
-) -> Result<ForgedHeader, String> {
+/// geth's hash, and hashes it again with `older`'s state root.
+pub(crate) fn forge_header(block: &Value, older: Older) -> Result<ForgedHeader, String> {
     let mut header: Header = serde_json::from_value(block.clone())
         .map_err(|e| format!("geth's block is not a header: {e}"))?;
     let real_hash: B256 = serde_json::from_value(block["hash"].clone())
@@ -53,13 +63,14 @@ pub(crate) fn forge_header(
             header.hash_slow()
         ));
     }
-    header.state_root = older_state_root;
+    header.state_root = older.state_root;
     Ok(ForgedHeader {
         number: header.number,
         real_hash,
         forged_hash: header.hash_slow(),
-        older_number,
-        older_state_root,
+        older_number: older.number,
+        older_hash: older.hash,
+        older_state_root: older.state_root,
     })
 }
 

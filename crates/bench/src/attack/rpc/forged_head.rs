@@ -17,7 +17,9 @@ use sszgate_light::{ChainSpec, types::Bootstrap};
 use super::{
     Row, Verdict,
     chain::{LiveChain, quantity},
-    forge::{ForgedHeader, ForgedParent, forge_child, forge_header, forge_parent, fulu_block},
+    forge::{
+        ForgedHeader, ForgedParent, Older, forge_child, forge_header, forge_parent, fulu_block,
+    },
     interop::Seats,
     relay::{Lie, Relay},
     server::{self, RpcChild, Started},
@@ -97,23 +99,15 @@ pub(crate) async fn rows(sszgate: &Path, dir: &Path, chain: &LiveChain) -> Vec<R
 
 /// Sends the transfers, takes the checkpoint and the committee, and forges F.
 async fn stage(chain: &LiveChain) -> Result<Stage, String> {
-    let spec_json = chain.beacon_json("/eth/v1/config/spec").await?;
-    let genesis = chain.beacon_json("/eth/v1/beacon/genesis").await?;
-    let spec = ChainSpec::from_beacon_api(&spec_json["data"], &genesis["data"])
-        .map_err(|e| format!("the chain's spec: {e}"))?;
+    let spec = chain_spec(chain).await?;
     chain.head_at(2, WAIT).await?;
     let senders = Senders::dev();
     let sender = senders.addresses().0;
-    let older = chain
-        .eth("eth_getBlockByNumber", json!(["latest", false]))
-        .await?;
-    let older_number = quantity(&older["number"]).ok_or("geth's latest block has no number")?;
-    let older_state_root: B256 = serde_json::from_value(older["stateRoot"].clone())
-        .map_err(|e| format!("geth's latest block's stateRoot: {e}"))?;
+    let older = older_block(chain).await?;
     let forged_nonce = chain
         .quantity(
             "eth_getTransactionCount",
-            json!([sender, format!("{older_number:#x}")]),
+            json!([sender, {"blockHash": older.hash}]),
         )
         .await?;
     send_transfers(chain, &senders, forged_nonce).await?;
@@ -139,7 +133,7 @@ async fn stage(chain: &LiveChain) -> Result<Stage, String> {
             json!([format!("{number:#x}"), false]),
         )
         .await?;
-    let header = forge_header(&real, older_number, older_state_root)?;
+    let header = forge_header(&real, older)?;
     let parent = forge_parent(parent_block, &header)?;
     Ok(Stage {
         spec,
@@ -157,6 +151,22 @@ async fn stage(chain: &LiveChain) -> Result<Stage, String> {
         execution: Relay::start(&chain.geth())
             .await
             .map_err(|e| e.to_string())?,
+    })
+}
+
+/// geth's latest block as O: its number, hash and state root.
+async fn older_block(chain: &LiveChain) -> Result<Older, String> {
+    let block = chain
+        .eth("eth_getBlockByNumber", json!(["latest", false]))
+        .await?;
+    let field = |name: &str| -> Result<B256, String> {
+        serde_json::from_value(block[name].clone())
+            .map_err(|e| format!("geth's latest block's {name}: {e}"))
+    };
+    Ok(Older {
+        number: quantity(&block["number"]).ok_or("geth's latest block has no number")?,
+        hash: field("hash")?,
+        state_root: field("stateRoot")?,
     })
 }
 
@@ -187,9 +197,17 @@ async fn send_transfers(chain: &LiveChain, senders: &Senders, nonce: u64) -> Res
     Err(format!("the transfers were not in a block within {WAIT:?}"))
 }
 
+/// The live chain's spec, as its node serves it.
+pub(crate) async fn chain_spec(chain: &LiveChain) -> Result<ChainSpec, String> {
+    let spec = chain.beacon_json("/eth/v1/config/spec").await?;
+    let genesis = chain.beacon_json("/eth/v1/beacon/genesis").await?;
+    ChainSpec::from_beacon_api(&spec["data"], &genesis["data"])
+        .map_err(|e| format!("the chain's spec: {e}"))
+}
+
 /// The head's root (after the transfers) once the node serves its light-client bootstrap,
 /// and the committee the bootstrap proves.
-async fn checkpoint(
+pub(crate) async fn checkpoint(
     chain: &LiveChain,
     spec: &ChainSpec,
 ) -> Result<(String, sszgate_light::types::SyncCommittee), String> {

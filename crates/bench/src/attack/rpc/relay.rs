@@ -205,7 +205,9 @@ async fn execution(
 }
 
 /// Moves a call about F's block to the real block (a lookup by the forged hash) or, for the
-/// state methods, to the older block; true when a state call was moved.
+/// state methods, to the older block by its hash (by number, a reorganisation of the older
+/// block's slot would answer another block's state: a proof that fits no forged root); true
+/// when a state call was moved.
 fn move_block(method: &str, params: &mut Value, header: &ForgedHeader) -> bool {
     let forged_hash = header.forged_hash.to_string();
     let number = format!("{:#x}", header.number);
@@ -228,7 +230,7 @@ fn move_block(method: &str, params: &mut Value, header: &ForgedHeader) -> bool {
         _ => false,
     };
     if names_f {
-        *block = json!(format!("{:#x}", header.older_number));
+        *block = json!({"blockHash": header.older_hash});
     }
     names_f
 }
@@ -306,4 +308,47 @@ async fn forward(
         .map_err(|e| e.to_string())?
         .to_bytes();
     Ok(answer(status, &content_type, body.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::B256;
+    use serde_json::json;
+
+    use super::{ForgedHeader, move_block};
+
+    fn header() -> ForgedHeader {
+        ForgedHeader {
+            number: 0x20,
+            real_hash: B256::repeat_byte(0x11),
+            forged_hash: B256::repeat_byte(0x22),
+            older_number: 0x10,
+            older_hash: B256::repeat_byte(0x33),
+            older_state_root: B256::repeat_byte(0x44),
+        }
+    }
+
+    /// The control row's flake: the older block's state was asked for by number, so a
+    /// reorganisation at that number served another state (a proof not of O's root).
+    #[test]
+    fn a_state_call_about_f_is_moved_to_the_older_block_by_hash() {
+        let header = header();
+        let by_hash = json!({"blockHash": header.older_hash});
+        let names_f = [
+            json!("0x20"),
+            json!(header.forged_hash),
+            json!({"blockHash": header.forged_hash}),
+        ];
+        for block in names_f {
+            let mut params = json!(["0x00000000000000000000000000000000000000aa", [], block]);
+            assert!(move_block("eth_getProof", &mut params, &header));
+            assert_eq!(params[2], by_hash, "moved to {}", params[2]);
+        }
+        let mut other = json!(["0x00000000000000000000000000000000000000aa", "0x21"]);
+        assert!(!move_block("eth_getBalance", &mut other, &header));
+        assert_eq!(other[1], json!("0x21"));
+        let mut lookup = json!([header.forged_hash, false]);
+        assert!(!move_block("eth_getBlockByHash", &mut lookup, &header));
+        assert_eq!(lookup[0], json!(header.real_hash));
+    }
 }
