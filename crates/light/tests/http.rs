@@ -184,7 +184,6 @@ async fn lodestar_client_synced(url: &str) -> LightClient<HttpBeaconApi> {
         .with_clock(|| common::RECORDED_AT);
     let report = client.sync().await.unwrap();
     assert_eq!(report.updates_applied, 1);
-    assert!(report.finality_applied || report.optimistic_applied);
     client
 }
 

@@ -3,6 +3,10 @@
 //! their SSZ forms: each JSON form decodes to the very bytes and values of its SSZ form; a
 //! recorded case with only JSON files bootstraps and syncs a store equal to the SSZ one; and
 //! malformed JSON is refused naming the endpoint and the field.
+//!
+//! The case was recorded from `shared/tools/lodestar-fulu/up.sh` (`PRESET=mainnet FORK=fulu`)
+//! just after its first finality (epoch 2), each route fetched with `Accept:
+//! application/json` and with `Accept: application/octet-stream`.
 
 mod common;
 
@@ -116,6 +120,35 @@ async fn a_recorded_case_of_json_only_syncs_the_store_of_the_ssz_case() {
     let from_json = synced(json_only.path().to_path_buf()).await;
     let from_ssz = synced(lodestar_dir()).await;
     assert_same_store(&from_json, &from_ssz);
+}
+
+/// The sync reads the latest finality and optimistic updates in JSON too: a malformed one
+/// fails the sync naming the endpoint and the field (it is not taken for "none on offer").
+#[tokio::test]
+async fn a_malformed_json_latest_update_fails_the_sync_naming_the_field() {
+    for path in [FINALITY, OPTIMISTIC] {
+        let json_only = json_only_copy();
+        let mut doc = recorded_json(path);
+        doc["data"]["sync_aggregate"]["sync_committee_bits"] = json!("0xff");
+        let file = json_only
+            .path()
+            .join(format!("{}.json", RecordedBeaconApi::file_stem(path)));
+        std::fs::write(file, doc.to_string()).unwrap();
+        let api = RecordedBeaconApi::new(json_only.path());
+        let spec = fetch_chain_spec(&api).await.unwrap();
+        let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
+        let client = LightClient::bootstrap(api, spec, checkpoint)
+            .await
+            .unwrap()
+            .with_clock(|| RECORDED_AT);
+        let err = client.sync().await.unwrap_err();
+        assert!(
+            matches!(&err, LightError::Json { path: p, field, detail } if p == path
+                && field == "data.sync_aggregate.sync_committee_bits"
+                && detail.contains("1 bytes, 64 expected")),
+            "{err}"
+        );
+    }
 }
 
 /// The recorded bootstrap's JSON with `change` made, and the error decoding it gives.

@@ -60,7 +60,7 @@ pub fn read_prefixed(case: &str, prefix: &str) -> Vec<u8> {
 }
 
 /// Unix time the case was recorded at (the clock of the clients that replay it).
-pub const RECORDED_AT: u64 = 0;
+pub const RECORDED_AT: u64 = 1795749733;
 
 /// The recorded Lodestar case.
 pub fn lodestar_dir() -> PathBuf {
