@@ -172,28 +172,14 @@ async fn beacon_fetches_spend_the_requests_budget() {
     assert_eq!(ample.fetches_used(), 2);
 }
 
-/// A client over `url` of the recorded Lodestar case, bootstrapped from its finalized
-/// checkpoint and synced.
-async fn lodestar_client_synced(url: &str) -> LightClient<HttpBeaconApi> {
-    let api = HttpBeaconApi::new(url, Duration::from_secs(30)).unwrap();
-    let spec = sszgate_light::client::fetch_chain_spec(&api).await.unwrap();
-    let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
-    let client = LightClient::bootstrap(api, spec, checkpoint)
-        .await
-        .unwrap()
-        .with_clock(|| common::RECORDED_AT);
-    let report = client.sync().await.unwrap();
-    assert_eq!(report.updates_applied, 1);
-    client
-}
-
 /// A node that answers the light-client routes only in JSON (`Content-Type:
 /// application/json`, the Beacon API's forms recorded from Lodestar): the facade bootstraps
 /// and syncs the store it syncs from the node's SSZ answers.
 #[tokio::test]
 async fn a_node_answering_json_syncs_the_store_of_one_answering_ssz() {
     let url = serve(common::lodestar_dir()).await;
-    let from_ssz = lodestar_client_synced(&url).await;
-    let from_json = lodestar_client_synced(&format!("{url}/json-only")).await;
+    let over = |url: String| HttpBeaconApi::new(&url, Duration::from_secs(30)).unwrap();
+    let from_ssz = common::lodestar_client_synced(over(url.clone())).await;
+    let from_json = common::lodestar_client_synced(over(format!("{url}/json-only"))).await;
     common::assert_same_store(&from_json, &from_ssz);
 }

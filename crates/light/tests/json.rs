@@ -10,15 +10,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use sszgate_light::client::{fetch_chain_spec, fetch_finalized_checkpoint};
 use sszgate_light::json::{LcObject, lc_object_ssz, updates_ssz};
 use sszgate_light::types::{Bootstrap, Update, split_update_stream};
-use sszgate_light::{ChainSpec, LightClient, LightError, RecordedBeaconApi};
+use sszgate_light::{ChainSpec, LightError, RecordedBeaconApi};
 
-use common::{RECORDED_AT, assert_same_store, lodestar_dir};
+use common::{assert_same_store, lodestar_client, lodestar_client_synced, lodestar_dir};
 
 const UPDATES: &str = "/eth/v1/beacon/light_client/updates?start_period=0&count=1";
 const FINALITY: &str = "/eth/v1/beacon/light_client/finality_update";
@@ -100,25 +98,11 @@ fn json_only_copy() -> tempfile::TempDir {
     dir
 }
 
-/// A client of `dir` bootstrapped from its finalized checkpoint and synced.
-async fn synced(dir: PathBuf) -> LightClient<RecordedBeaconApi> {
-    let api = RecordedBeaconApi::new(dir);
-    let spec = fetch_chain_spec(&api).await.unwrap();
-    let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
-    let client = LightClient::bootstrap(api, spec, checkpoint)
-        .await
-        .unwrap()
-        .with_clock(|| RECORDED_AT);
-    let report = client.sync().await.unwrap();
-    assert_eq!(report.updates_applied, 1);
-    client
-}
-
 #[tokio::test]
 async fn a_recorded_case_of_json_only_syncs_the_store_of_the_ssz_case() {
     let json_only = json_only_copy();
-    let from_json = synced(json_only.path().to_path_buf()).await;
-    let from_ssz = synced(lodestar_dir()).await;
+    let from_json = lodestar_client_synced(RecordedBeaconApi::new(json_only.path())).await;
+    let from_ssz = lodestar_client_synced(RecordedBeaconApi::new(lodestar_dir())).await;
     assert_same_store(&from_json, &from_ssz);
 }
 
@@ -134,13 +118,7 @@ async fn a_malformed_json_latest_update_fails_the_sync_naming_the_field() {
             .path()
             .join(format!("{}.json", RecordedBeaconApi::file_stem(path)));
         std::fs::write(file, doc.to_string()).unwrap();
-        let api = RecordedBeaconApi::new(json_only.path());
-        let spec = fetch_chain_spec(&api).await.unwrap();
-        let checkpoint = fetch_finalized_checkpoint(&api).await.unwrap();
-        let client = LightClient::bootstrap(api, spec, checkpoint)
-            .await
-            .unwrap()
-            .with_clock(|| RECORDED_AT);
+        let client = lodestar_client(RecordedBeaconApi::new(json_only.path())).await;
         let err = client.sync().await.unwrap_err();
         assert!(
             matches!(&err, LightError::Json { path: p, field, detail } if p == path

@@ -67,6 +67,28 @@ pub fn lodestar_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lodestar-fulu")
 }
 
+/// A client of the recorded Lodestar case served by `api`, bootstrapped from the served
+/// finalized checkpoint, with the clock of the recording.
+pub async fn lodestar_client<A: sszgate_light::BeaconApi>(api: A) -> sszgate_light::LightClient<A> {
+    let spec = sszgate_light::client::fetch_chain_spec(&api).await.unwrap();
+    let checkpoint = sszgate_light::client::fetch_finalized_checkpoint(&api)
+        .await
+        .unwrap();
+    sszgate_light::LightClient::bootstrap(api, spec, checkpoint)
+        .await
+        .unwrap()
+        .with_clock(|| RECORDED_AT)
+}
+
+/// [`lodestar_client`] synced (one update, the recorded period's).
+pub async fn lodestar_client_synced<A: sszgate_light::BeaconApi>(
+    api: A,
+) -> sszgate_light::LightClient<A> {
+    let client = lodestar_client(api).await;
+    assert_eq!(client.sync().await.unwrap().updates_applied, 1);
+    client
+}
+
 /// The two clients' stores agree on every header and committee.
 pub fn assert_same_store<A, B>(a: &sszgate_light::LightClient<A>, b: &sszgate_light::LightClient<B>)
 where
