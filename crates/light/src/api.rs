@@ -1,5 +1,6 @@
-//! Where the light client's data comes from: the [`BeaconApi`] trait (GET a path as JSON or
-//! SSZ, with a cap on the answer's size), its HTTP implementation over the hyper-util client,
+//! Where the light client's data comes from: the [`BeaconApi`] trait (GET a path as JSON, as
+//! SSZ, or, for light-client objects, as whichever of the two the node answers; with a cap on
+//! the answer's size), its HTTP implementation over the hyper-util client,
 //! and [`RecordedBeaconApi`], which serves a recorded case directory (file names by the
 //! recordings' rule) for tests and replays.
 //!
@@ -36,7 +37,30 @@ pub trait BeaconApi: Send + Sync {
         path: &str,
         max_bytes: usize,
     ) -> impl Future<Output = Result<Vec<u8>, LightError>> + Send;
+    /// `GET path` of a light-client object, as SSZ or as JSON, whichever the node answers
+    /// (SSZ preferred), at most `max_bytes` of answer. By default: [`BeaconApi::get_ssz`].
+    fn get_lc_object(
+        &self,
+        path: &str,
+        max_bytes: usize,
+    ) -> impl Future<Output = Result<LcAnswer, LightError>> + Send {
+        async move { self.get_ssz(path, max_bytes).await.map(LcAnswer::Ssz) }
+    }
 }
+
+/// A light-client object as the node sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LcAnswer {
+    /// SSZ bytes (`application/octet-stream`).
+    Ssz(Vec<u8>),
+    /// The Beacon API's JSON form (`application/json`), to be read by [`crate::json`].
+    Json(Value),
+}
+
+/// `Accept` of a request for SSZ.
+const ACCEPT_SSZ: &str = "application/octet-stream";
+/// `Accept` of a request for a light-client object: SSZ preferred, JSON accepted.
+const ACCEPT_SSZ_OR_JSON: &str = "application/octet-stream;q=1, application/json;q=0.9";
 
 fn api_error(path: &str, detail: impl std::fmt::Display) -> LightError {
     LightError::Api {
@@ -182,28 +206,52 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     detail
 }
 
+/// Parses a JSON answer.
+fn parse_json(path: &str, body: &[u8]) -> Result<Value, LightError> {
+    serde_json::from_slice(body).map_err(|e| api_error(path, format!("not JSON: {e}")))
+}
+
+/// The error for an answer of media type `media` where `asked` was asked.
+fn wrong_media_type(path: &str, media: &str, asked: &str) -> LightError {
+    api_error(
+        path,
+        format!(
+            "answered {media} where {asked} was asked: this beacon node does not serve it here"
+        ),
+    )
+}
+
 impl BeaconApi for HttpBeaconApi {
     async fn get_json(&self, path: &str, max_bytes: usize) -> Result<Value, LightError> {
         let (body, _) = self.get(path, "application/json", max_bytes).await?;
-        serde_json::from_slice(&body).map_err(|e| api_error(path, format!("not JSON: {e}")))
+        parse_json(path, &body)
     }
 
     /// SSZ only when the node says `application/octet-stream` (or names no media type):
     /// any other answer (JSON from a node that ignores `Accept`) is an error naming the
     /// endpoint and the media type, never bytes decoded as SSZ.
     async fn get_ssz(&self, path: &str, max_bytes: usize) -> Result<Vec<u8>, LightError> {
-        match self
-            .get(path, "application/octet-stream", max_bytes)
-            .await?
-        {
+        match self.get(path, ACCEPT_SSZ, max_bytes).await? {
             (body, None) => Ok(body),
-            (body, Some(media)) if media == "application/octet-stream" => Ok(body),
-            (_, Some(media)) => Err(api_error(
+            (body, Some(media)) if media == ACCEPT_SSZ => Ok(body),
+            (_, Some(media)) => Err(wrong_media_type(
                 path,
-                format!(
-                    "answered {media} where SSZ (application/octet-stream) was asked: this beacon node does not serve SSZ here"
-                ),
+                &media,
+                "SSZ (application/octet-stream)",
             )),
+        }
+    }
+
+    /// SSZ when the node says `application/octet-stream` (or names no media type), JSON when
+    /// it says `application/json`; anything else is an error naming the media type.
+    async fn get_lc_object(&self, path: &str, max_bytes: usize) -> Result<LcAnswer, LightError> {
+        match self.get(path, ACCEPT_SSZ_OR_JSON, max_bytes).await? {
+            (body, None) => Ok(LcAnswer::Ssz(body)),
+            (body, Some(media)) if media == ACCEPT_SSZ => Ok(LcAnswer::Ssz(body)),
+            (body, Some(media)) if media == "application/json" => {
+                parse_json(path, &body).map(LcAnswer::Json)
+            }
+            (_, Some(media)) => Err(wrong_media_type(path, &media, ACCEPT_SSZ_OR_JSON)),
         }
     }
 }
@@ -232,10 +280,14 @@ impl RecordedBeaconApi {
         replaced.chars().take(100).collect()
     }
 
+    /// The file `path` is recorded in as `extension`.
+    fn file(&self, path: &str, extension: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}.{extension}", Self::file_stem(path)))
+    }
+
     fn read(&self, path: &str, extension: &str, max_bytes: usize) -> Result<Vec<u8>, LightError> {
-        let file = self
-            .dir
-            .join(format!("{}.{extension}", Self::file_stem(path)));
+        let file = self.file(path, extension);
         let size = match std::fs::metadata(&file) {
             Ok(meta) => meta.len(),
             Err(_) => {
@@ -256,8 +308,16 @@ impl RecordedBeaconApi {
 
 impl BeaconApi for RecordedBeaconApi {
     async fn get_json(&self, path: &str, max_bytes: usize) -> Result<Value, LightError> {
-        let body = self.read(path, "json", max_bytes)?;
-        serde_json::from_slice(&body).map_err(|e| api_error(path, format!("not JSON: {e}")))
+        parse_json(path, &self.read(path, "json", max_bytes)?)
+    }
+
+    /// The recorded SSZ answer, or the recorded JSON one when there is no SSZ file.
+    async fn get_lc_object(&self, path: &str, max_bytes: usize) -> Result<LcAnswer, LightError> {
+        if self.file(path, "ssz").exists() || !self.file(path, "json").exists() {
+            self.get_ssz(path, max_bytes).await.map(LcAnswer::Ssz)
+        } else {
+            self.get_json(path, max_bytes).await.map(LcAnswer::Json)
+        }
     }
 
     async fn get_ssz(&self, path: &str, max_bytes: usize) -> Result<Vec<u8>, LightError> {

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use alloy_primitives::B256;
 
 use crate::Anchor;
-use crate::api::BeaconApi;
+use crate::api::{BeaconApi, LcAnswer};
 use crate::error::LightError;
+use crate::json::{self, LcObject};
 use crate::participation::ParticipationPolicy;
 use crate::persist;
 use crate::spec::ChainSpec;
@@ -203,7 +204,8 @@ impl<A: BeaconApi> LightClient<A> {
     /// Bootstraps from the trusted block root `checkpoint`.
     pub async fn bootstrap(api: A, spec: ChainSpec, checkpoint: B256) -> Result<Self, LightError> {
         let path = format!("/eth/v1/beacon/light_client/bootstrap/{checkpoint}");
-        let bytes = api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await?;
+        let answer = api.get_lc_object(&path, MAX_LC_OBJECT_BYTES).await?;
+        let bytes = lc_object_ssz(&spec, LcObject::Bootstrap, answer, &path)?;
         let bootstrap = Bootstrap::from_ssz(&spec, &bytes)?;
         let store = LightClientStore::bootstrap(spec, checkpoint, &bootstrap)?;
         Ok(Self::from_store(api, store))
@@ -377,11 +379,16 @@ impl<A: BeaconApi> LightClient<A> {
     ) -> Result<usize, LightError> {
         let path =
             format!("/eth/v1/beacon/light_client/updates?start_period={start}&count={count}");
-        let bytes = self.api.get_ssz(&path, MAX_UPDATES_BYTES).await?;
-        let updates = split_update_stream(&bytes, count as usize)?
-            .into_iter()
-            .map(|item| Update::from_ssz(&self.spec, item))
-            .collect::<Result<Vec<_>, _>>()?;
+        let updates = match self.api.get_lc_object(&path, MAX_UPDATES_BYTES).await? {
+            LcAnswer::Ssz(bytes) => split_update_stream(&bytes, count as usize)?
+                .into_iter()
+                .map(|item| Update::from_ssz(&self.spec, item))
+                .collect::<Result<Vec<_>, _>>()?,
+            LcAnswer::Json(doc) => json::updates_ssz(&self.spec, &doc, count as usize, &path)?
+                .iter()
+                .map(|item| Update::from_ssz(&self.spec, item))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         working
             .apply(move |store| {
                 let mut applied = 0;
@@ -406,8 +413,8 @@ impl<A: BeaconApi> LightClient<A> {
         current_slot: u64,
     ) -> Result<bool, LightError> {
         let path = format!("/eth/v1/beacon/light_client/{kind}");
-        let bytes = match self.api.get_ssz(&path, MAX_LC_OBJECT_BYTES).await {
-            Ok(bytes) => bytes,
+        let answer = match self.api.get_lc_object(&path, MAX_LC_OBJECT_BYTES).await {
+            Ok(answer) => answer,
             // None yet: a node before its chain's first finality answers 404, or (Lodestar)
             // 500 "No finality update available". What was offered is still checked; what
             // was not leaves the store as it is.
@@ -415,8 +422,10 @@ impl<A: BeaconApi> LightClient<A> {
             Err(e) => return Err(e),
         };
         let update = if kind == "finality_update" {
+            let bytes = lc_object_ssz(&self.spec, LcObject::FinalityUpdate, answer, &path)?;
             Update::from_finality_ssz(&self.spec, &bytes)?
         } else {
+            let bytes = lc_object_ssz(&self.spec, LcObject::OptimisticUpdate, answer, &path)?;
             Update::from_optimistic_ssz(&self.spec, &bytes)?
         };
         let outcome = working
@@ -427,6 +436,20 @@ impl<A: BeaconApi> LightClient<A> {
             Err(LightError::Irrelevant { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The SSZ bytes of a light-client object as the node sent it (JSON turned into the SSZ of
+/// its fork's container, so both go through the same decoding and checks).
+fn lc_object_ssz(
+    spec: &ChainSpec,
+    what: LcObject,
+    answer: LcAnswer,
+    path: &str,
+) -> Result<Vec<u8>, LightError> {
+    match answer {
+        LcAnswer::Ssz(bytes) => Ok(bytes),
+        LcAnswer::Json(doc) => json::lc_object_ssz(spec, what, &doc, path),
     }
 }
 

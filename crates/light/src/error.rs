@@ -143,6 +143,16 @@ pub enum LightError {
         /// What went wrong.
         detail: String,
     },
+    /// A JSON answer with a field missing or malformed.
+    #[error("beacon api {path}: JSON field {field}: {detail}")]
+    Json {
+        /// The request path.
+        path: String,
+        /// The field's path in the answer (e.g. `data.header.beacon.slot`).
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// The store file could not be read or written.
     #[error("store file {path}: {detail}")]
     Persist {

@@ -5,10 +5,11 @@
 //! were proven from a beacon header signed by the sync committee. `sszgate-rpc` checks every
 //! execution answer against an anchor; it never trusts a block hash from anywhere else.
 //!
-//! Modules: `spec` (chain parameters), `types` and `block` (SSZ containers), `merkle`, `bls`
-//! (the committee's signature), `participation` (which aggregates may anchor), `store` (the sync protocol), `persist` (the store on disk),
-//! `anchor` (execution blocks from verified headers), `api` (the Beacon API), `client` (the
-//! facade that ties them together).
+//! Modules: `spec` (chain parameters), `types` and `block` (SSZ containers), `json` (the
+//! Beacon API's JSON forms of the light-client containers), `merkle`, `bls` (the committee's
+//! signature), `participation` (which aggregates may anchor), `store` (the sync protocol),
+//! `persist` (the store on disk), `anchor` (execution blocks from verified headers), `api`
+//! (the Beacon API), `client` (the facade that ties them together).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), sszgate_light::LightError> {
@@ -33,6 +34,7 @@ pub mod block;
 pub mod bls;
 pub mod client;
 pub mod error;
+pub mod json;
 pub mod merkle;
 pub mod participation;
 pub mod persist;
@@ -42,7 +44,7 @@ pub mod store;
 pub mod types;
 
 use alloy_primitives::B256;
-pub use api::{BeaconApi, HttpBeaconApi, RecordedBeaconApi};
+pub use api::{BeaconApi, HttpBeaconApi, LcAnswer, RecordedBeaconApi};
 pub use client::LightClient;
 pub use error::LightError;
 pub use participation::ParticipationPolicy;

@@ -307,6 +307,21 @@ impl ChainSpec {
         }
     }
 
+    /// The Beacon API's name (`version`) of the fork active at `slot`: `phase0` … `gloas`.
+    pub fn fork_name(&self, slot: u64) -> &'static str {
+        const NAMES: [&str; FORK_COUNT + 1] = [
+            "phase0",
+            "altair",
+            "bellatrix",
+            "capella",
+            "deneb",
+            "electra",
+            "fulu",
+            "gloas",
+        ];
+        NAMES[self.fork_index(self.epoch(slot)).min(FORK_COUNT)]
+    }
+
     /// Which light-client containers a header at `slot` uses; `None` before Deneb and from
     /// Gloas on.
     pub fn lc_fork(&self, slot: u64) -> Option<LcFork> {
@@ -437,8 +452,12 @@ mod tests {
         assert_eq!(spec.lc_fork(269568 * 32), Some(LcFork::Deneb));
         assert_eq!(spec.lc_fork(364032 * 32), Some(LcFork::Electra));
         assert_eq!(spec.lc_fork(411392 * 32), Some(LcFork::Electra));
+        assert_eq!(spec.fork_name(269568 * 32 - 1), "capella");
+        assert_eq!(spec.fork_name(364032 * 32), "electra");
+        assert_eq!(spec.fork_name(411392 * 32), "fulu");
         let mut gloas = spec.clone();
         gloas.forks[6].1 = 500000;
+        assert_eq!(gloas.fork_name(500000 * 32), "gloas");
         assert_eq!(gloas.lc_fork(500000 * 32 - 1), Some(LcFork::Electra));
         assert_eq!(
             gloas.lc_fork(500000 * 32),

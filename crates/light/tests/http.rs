@@ -171,3 +171,15 @@ async fn beacon_fetches_spend_the_requests_budget() {
     assert_eq!(anchor.number, 0x1566aae);
     assert_eq!(ample.fetches_used(), 2);
 }
+
+/// A node that answers the light-client routes only in JSON (`Content-Type:
+/// application/json`, the Beacon API's forms recorded from Lodestar): the facade bootstraps
+/// and syncs the store it syncs from the node's SSZ answers.
+#[tokio::test]
+async fn a_node_answering_json_syncs_the_store_of_one_answering_ssz() {
+    let url = serve(common::lodestar_dir()).await;
+    let over = |url: String| HttpBeaconApi::new(&url, Duration::from_secs(30)).unwrap();
+    let from_ssz = common::lodestar_client_synced(over(url.clone())).await;
+    let from_json = common::lodestar_client_synced(over(format!("{url}/json-only"))).await;
+    common::assert_same_store(&from_json, &from_ssz);
+}
