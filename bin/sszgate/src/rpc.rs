@@ -266,7 +266,10 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
         ),
     };
     let mut config = Config::new(args.execution.as_deref().unwrap_or(""), chain_id);
-    config.beacon = args.beacon.clone();
+    config.beacon = args.beacon.clone().map(|url| sszgate_rpc::BeaconSource {
+        url,
+        spec: spec.clone(),
+    });
     config.listen = args.listen;
     config.upstream_timeout = args.upstream_timeout;
     config.allow_unverified = args.allow_unverified.clone();
@@ -608,7 +611,11 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:9999".parse().unwrap());
         assert_eq!(c.allow_unverified, ["eth_gasPrice", "eth_feeHistory"]);
         assert_eq!(c.upstream_timeout, Duration::from_secs(3));
-        assert_eq!(c.beacon.as_deref(), Some("http://cl"));
+        let beacon = c.beacon.expect("the beacon source");
+        assert_eq!(
+            (beacon.url.as_str(), beacon.spec.name.as_str()),
+            ("http://cl", "mainnet")
+        );
         assert_eq!(c.execution, "http://el");
     }
 

@@ -30,7 +30,7 @@ use sszgate_light::{
     store::LightClientStore,
     types::{Bootstrap, SyncAggregate, SyncCommittee, Update, split_update_stream},
 };
-use sszgate_rpc::{FixedAnchors, Limits, Upstream, Verifier};
+use sszgate_rpc::{BeaconSource, FixedAnchors, Limits, Upstream, Verifier};
 
 use crate::harness::{Summary, machine, ms};
 use remote::Remote;
@@ -529,13 +529,16 @@ fn summary(name: &str, samples: Vec<Duration>) -> Summary {
 
 /// sszgate's verifier over the case's replay server, with anchors from its recorded blocks.
 fn verifier(url: &str, anchors: &FixedAnchors) -> Result<Verifier<FixedAnchors>, String> {
-    let upstream = Upstream::new(url, Some(url), Duration::from_secs(10), MAX_ANSWER)?;
-    Ok(Verifier::new(
-        anchors.clone(),
-        upstream,
-        1,
-        Limits::default(),
-    ))
+    let upstream = Upstream::new(url, Duration::from_secs(10), MAX_ANSWER)?;
+    let beacon = BeaconSource {
+        url: url.to_string(),
+        spec: ChainSpec::mainnet(),
+    };
+    Verifier::new(anchors.clone(), upstream, 1, Limits::default()).with_beacon(
+        &beacon,
+        Duration::from_secs(10),
+        MAX_ANSWER,
+    )
 }
 
 /// What one round samples, one each, the order rotating from round to round.

@@ -49,7 +49,7 @@ impl ProofClient {
         // A proven eth_call runs with the configured chain's id.
         trust.chain_id = chain_id;
         Ok(ProofClient {
-            prover: Upstream::new(url, None, timeout, MAX_PROOF)?,
+            prover: Upstream::new(url, timeout, MAX_PROOF)?,
             trust: Mutex::new(trust),
             chain_id,
             state_path,

@@ -299,7 +299,6 @@ async fn bad_requests_get_400_and_unprovable_ones_500_naming_why() {
     let post = |body: &'static str| {
         let up = Upstream::new(
             &format!("{}/proof", s.server.url()),
-            None,
             Duration::from_secs(5),
             1 << 20,
         )

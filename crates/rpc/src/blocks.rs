@@ -2,9 +2,17 @@
 //! (every fork field, hashed with alloy-consensus) or a whole block from the beacon block's
 //! execution payload (SSZ from the Beacon API), each accepted only when its hash is the
 //! anchored hash, its transactions rebuild the transactions root and its withdrawals the
-//! withdrawals root. Transaction hashes are recomputed from the transactions' bytes.
+//! withdrawals root; a beacon block also only when its recomputed root is the anchor's beacon
+//! root. Transaction hashes are recomputed from the transactions' bytes.
+//!
+//! The beacon block is fetched with sszgate-light's Beacon API client (`HttpBeaconApi`) and
+//! decoded with its typed containers (`block::AnyBlock::from_ssz`, the fork chosen by the
+//! slot from the chain's `ChainSpec`); this crate has no beacon-block decoder or Beacon API
+//! client of its own (both moved there).
 //!
 //! Not here: finding the anchor (`verifier`), receipts (`receipts`), rendering (`render`).
+
+use std::time::Duration;
 
 use alloy_consensus::{Header, TxEnvelope, proofs};
 use alloy_eips::{
@@ -12,14 +20,19 @@ use alloy_eips::{
     eip4895::Withdrawals,
     eip7685::Requests,
 };
-use alloy_primitives::{B256, Bytes, keccak256};
-use alloy_rpc_types_engine::ExecutionPayloadV3;
+use alloy_primitives::{B256, Bloom, Bytes, keccak256};
+use alloy_rpc_types_engine::{ExecutionPayloadV1, ExecutionPayloadV2, ExecutionPayloadV3};
 use serde_json::Value;
-use ssz::Decode;
-use sszgate_engine::ssz::{Field, Ty, fields};
-use sszgate_light::Anchor;
+use ssz::Encode;
+use sszgate_light::{
+    Anchor, BeaconApi, ChainSpec, HttpBeaconApi, LightError,
+    block::{AnyBlock, ExecutionPayload, ExecutionRequests},
+};
 
-use crate::error::{Check, RpcError, UpstreamError, mismatch};
+use crate::{
+    error::{Check, RpcError, UpstreamError, mismatch},
+    server::BeaconSource,
+};
 
 /// A transaction of a verified block, with the hash recomputed from its bytes.
 #[derive(Debug, Clone)]
@@ -150,79 +163,79 @@ pub(crate) fn from_json(
     })
 }
 
-const OPAQUE: Ty = Ty::Bytes(usize::MAX);
-const fn f(name: &'static str, ty: &'static Ty) -> Field {
-    Field { name, ty }
+/// The untrusted Beacon API a verifier reads beacon blocks from (sszgate-light's client:
+/// bounded reads, the media type checked, the request's budget spent), and the chain whose
+/// fork schedule tells a block's layout by its slot.
+#[derive(Debug, Clone)]
+pub(crate) struct BeaconBlocks {
+    api: HttpBeaconApi,
+    spec: ChainSpec,
+    max_answer: usize,
 }
-macro_rules! body {
-    ($name:literal $(, $extra:expr)*) => {
-        Ty::Container($name, &[
-            f("randao_reveal", &Ty::Fixed(96)),
-            f("eth1_data", &Ty::Fixed(72)),
-            f("graffiti", &Ty::Fixed(32)),
-            f("proposer_slashings", &OPAQUE),
-            f("attester_slashings", &OPAQUE),
-            f("attestations", &OPAQUE),
-            f("deposits", &OPAQUE),
-            f("voluntary_exits", &OPAQUE),
-            f("sync_aggregate", &Ty::Fixed(160)),
-            f("execution_payload", &OPAQUE),
-            f("bls_to_execution_changes", &OPAQUE),
-            f("blob_kzg_commitments", &Ty::List(&Ty::Fixed(48), 4096))
-            $(, $extra)*
-        ])
-    };
-}
-static BODY_DENEB: Ty = body!("BeaconBlockBodyDeneb");
-static BODY_ELECTRA: Ty = body!("BeaconBlockBodyElectra", f("execution_requests", &OPAQUE));
-static BLOCK: Ty = Ty::Container(
-    "BeaconBlock",
-    &[
-        f("slot", &Ty::Fixed(8)),
-        f("proposer_index", &Ty::Fixed(8)),
-        f("parent_root", &Ty::Fixed(32)),
-        f("state_root", &Ty::Fixed(32)),
-        f("body", &OPAQUE),
-    ],
-);
-static SIGNED_BLOCK: Ty = Ty::Container(
-    "SignedBeaconBlock",
-    &[f("message", &OPAQUE), f("signature", &Ty::Fixed(96))],
-);
-/// Electra `ExecutionRequests`: deposits (192-byte), withdrawals (76), consolidations (116).
-static EXECUTION_REQUESTS: Ty = Ty::Container(
-    "ExecutionRequests",
-    &[
-        f("deposits", &Ty::List(&Ty::Fixed(192), 8192)),
-        f("withdrawals", &Ty::List(&Ty::Fixed(76), 16)),
-        f("consolidations", &Ty::List(&Ty::Fixed(116), 2)),
-    ],
-);
 
-/// A block from a `SignedBeaconBlock` (Deneb or Electra/Fulu body, told apart by the body's
-/// layout), fetched from the untrusted Beacon API: the execution payload rebuilt into a header
-/// whose hash must be the anchored hash.
-pub(crate) fn from_beacon_ssz(bytes: &[u8], anchor: &Anchor) -> Result<VerifiedBlock, RpcError> {
-    let what = format!("beacon block {}", anchor.beacon_root);
+impl BeaconBlocks {
+    /// A client of `source`; `timeout` bounds each fetch, `max_answer` each block's bytes.
+    pub(crate) fn new(
+        source: &BeaconSource,
+        timeout: Duration,
+        max_answer: usize,
+    ) -> Result<BeaconBlocks, String> {
+        let api = HttpBeaconApi::new(&source.url, timeout)
+            .map_err(|e| format!("beacon URL {:?}: {e}", source.url))?;
+        Ok(BeaconBlocks {
+            api,
+            spec: source.spec.clone(),
+            max_answer,
+        })
+    }
+
+    /// The block of `anchor` from its beacon block (`/eth/v2/beacon/blocks/{root}`).
+    pub(crate) async fn block(&self, anchor: &Anchor) -> Result<VerifiedBlock, RpcError> {
+        let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
+        let bytes = self
+            .api
+            .get_ssz(&path, self.max_answer)
+            .await
+            .map_err(|e| beacon_error(&path, e))?;
+        from_beacon_ssz(&self.spec, &bytes, anchor)
+    }
+}
+
+/// The Beacon API's failure as an upstream failure: a spent budget stays one (its data is
+/// answered to the client), anything else names the request.
+fn beacon_error(path: &str, e: LightError) -> RpcError {
+    let what = format!("GET {path}");
+    RpcError::Upstream(match e {
+        LightError::Budget { spent, .. } => UpstreamError::Budget { what, spent },
+        LightError::NotFound { .. } => UpstreamError::Status { what, status: 404 },
+        LightError::Api { detail, .. } => UpstreamError::Transport { what, detail },
+        e => UpstreamError::Transport {
+            what,
+            detail: e.to_string(),
+        },
+    })
+}
+
+/// A block from a `SignedBeaconBlock` fetched from the untrusted Beacon API, decoded by
+/// sszgate-light (`AnyBlock::from_ssz`: the fork by the block's slot under `spec`): its
+/// execution payload rebuilt into a header (the block's parent root as the parent beacon block
+/// root, an Electra/Fulu body's execution requests as the requests hash) whose hash must be the
+/// anchored hash, and the block's recomputed root must be the anchor's beacon root.
+pub(crate) fn from_beacon_ssz(
+    spec: &ChainSpec,
+    bytes: &[u8],
+    anchor: &Anchor,
+) -> Result<VerifiedBlock, RpcError> {
     let bad = |detail: String| {
         RpcError::Upstream(UpstreamError::Malformed {
-            what: what.clone(),
+            what: format!("beacon block {}", anchor.beacon_root),
             detail,
         })
     };
-    let ssz = |e: sszgate_engine::ssz::SszError| bad(e.to_string());
-    let message = fields(&SIGNED_BLOCK, bytes).map_err(ssz)?[0];
-    let block = fields(&BLOCK, message).map_err(ssz)?;
-    let parent_root = B256::from_slice(block[2]);
-    let (body, requests) = match fields(&BODY_ELECTRA, block[4]) {
-        Ok(body) => {
-            let requests = execution_requests(body[12]).map_err(ssz)?;
-            (body, Some(requests))
-        }
-        Err(_) => (fields(&BODY_DENEB, block[4]).map_err(ssz)?, None),
-    };
-    let payload = ExecutionPayloadV3::from_ssz_bytes(body[9])
-        .map_err(|e| bad(format!("execution payload: {e:?}")))?;
+    let block = AnyBlock::from_ssz(spec, bytes).map_err(|e| bad(e.to_string()))?;
+    let root = block.summary().root;
+    let parent_root = block.parent_root();
+    let (payload, requests) = into_payload(block);
     let raw = payload
         .into_block_raw()
         .map_err(|e| bad(format!("execution payload: {e}")))?;
@@ -230,6 +243,7 @@ pub(crate) fn from_beacon_ssz(bytes: &[u8], anchor: &Anchor) -> Result<VerifiedB
     header.parent_beacon_block_root = Some(parent_root);
     header.requests_hash = requests.as_ref().map(Requests::requests_hash);
     check_hash(&header, anchor, "execution_payload")?;
+    check_beacon_root(root, anchor)?;
     let txs = decode_txs(&raw.body.transactions, "execution_payload.transactions")?;
     Ok(VerifiedBlock {
         anchor: *anchor,
@@ -239,18 +253,90 @@ pub(crate) fn from_beacon_ssz(bytes: &[u8], anchor: &Anchor) -> Result<VerifiedB
     })
 }
 
-/// EIP-7685 requests from the SSZ `ExecutionRequests`: `type || ssz(list)` per non-empty list.
-fn execution_requests(bytes: &[u8]) -> Result<Requests, sszgate_engine::ssz::SszError> {
-    let lists = fields(&EXECUTION_REQUESTS, bytes)?;
-    Ok(lists
-        .iter()
-        .enumerate()
-        .filter(|(_, list)| !list.is_empty())
-        .map(|(ty, list)| {
-            let mut request = vec![ty as u8];
-            request.extend_from_slice(list);
-            Bytes::from(request)
+/// Checks that the beacon block served is the anchor's: its recomputed root is the root the
+/// anchor names.
+fn check_beacon_root(root: B256, anchor: &Anchor) -> Result<(), RpcError> {
+    if root != anchor.beacon_root {
+        return mismatch(
+            Check::BeaconRoot,
+            "beacon_block",
+            format!(
+                "the beacon block served for block {} has root {root}, the anchored beacon root is {}",
+                anchor.number, anchor.beacon_root
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The block's execution payload (moved out, not copied) and, from Electra on, its EIP-7685
+/// execution requests.
+fn into_payload(block: AnyBlock) -> (ExecutionPayloadV3, Option<Requests>) {
+    match block {
+        AnyBlock::Deneb(b) => (payload_v3(b.message.body.execution_payload), None),
+        AnyBlock::Electra(b) => {
+            let body = b.message.body;
+            let requests = execution_requests(&body.execution_requests);
+            (payload_v3(body.execution_payload), Some(requests))
+        }
+    }
+}
+
+/// The beacon chain's `ExecutionPayload` in alloy's form (the same fields).
+fn payload_v3(p: ExecutionPayload) -> ExecutionPayloadV3 {
+    let withdrawals = Vec::from(p.withdrawals)
+        .into_iter()
+        .map(|w| alloy_eips::eip4895::Withdrawal {
+            index: w.index,
+            validator_index: w.validator_index,
+            address: w.address,
+            amount: w.amount,
         })
-        .collect::<Vec<_>>()
-        .into())
+        .collect();
+    let transactions = Vec::from(p.transactions)
+        .into_iter()
+        .map(|tx| Bytes::from(Vec::from(tx)))
+        .collect();
+    ExecutionPayloadV3 {
+        payload_inner: ExecutionPayloadV2 {
+            payload_inner: ExecutionPayloadV1 {
+                parent_hash: p.parent_hash,
+                fee_recipient: p.fee_recipient,
+                state_root: p.state_root,
+                receipts_root: p.receipts_root,
+                logs_bloom: Bloom::from(p.logs_bloom),
+                prev_randao: p.prev_randao,
+                block_number: p.block_number,
+                gas_limit: p.gas_limit,
+                gas_used: p.gas_used,
+                timestamp: p.timestamp,
+                extra_data: Bytes::from(Vec::from(p.extra_data)),
+                base_fee_per_gas: p.base_fee_per_gas,
+                block_hash: p.block_hash,
+                transactions,
+            },
+            withdrawals,
+        },
+        blob_gas_used: p.blob_gas_used,
+        excess_blob_gas: p.excess_blob_gas,
+    }
+}
+
+/// EIP-7685 requests from the SSZ `ExecutionRequests`: `type || ssz(list)` per non-empty list.
+fn execution_requests(requests: &ExecutionRequests) -> Requests {
+    [
+        requests.deposits.as_ssz_bytes(),
+        requests.withdrawals.as_ssz_bytes(),
+        requests.consolidations.as_ssz_bytes(),
+    ]
+    .into_iter()
+    .zip(0u8..)
+    .filter(|(list, _)| !list.is_empty())
+    .map(|(list, ty)| {
+        let mut request = vec![ty];
+        request.extend_from_slice(&list);
+        Bytes::from(request)
+    })
+    .collect::<Vec<_>>()
+    .into()
 }

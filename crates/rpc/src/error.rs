@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 pub enum Check {
     /// The header rebuilt from the upstream's fields hashes to the anchored block hash.
     BlockHash,
+    /// The beacon block served for an anchor is that anchor's: its recomputed root is the
+    /// anchor's beacon root.
+    BeaconRoot,
     /// A header's parent hash links it to the anchored block above it.
     ParentHash,
     /// The block is close enough to an anchored block to be chained back to it.
@@ -48,6 +51,7 @@ impl Check {
     pub fn name(self) -> &'static str {
         match self {
             Check::BlockHash => "block_hash",
+            Check::BeaconRoot => "beacon_root",
             Check::ParentHash => "parent_hash",
             Check::AnchorDistance => "anchor_distance",
             Check::AccountProof => "account_proof",
@@ -162,9 +166,6 @@ pub enum UpstreamError {
         /// Its message.
         message: String,
     },
-    /// The method needs the Beacon API and none is configured.
-    #[error("{0}: no Beacon API configured")]
-    NoBeacon(String),
 }
 
 /// An error answered to a client, with its JSON-RPC code.

@@ -8,8 +8,9 @@
 //! ([`Verifier`]). [`serve`] puts a JSON-RPC server in front of it.
 //!
 //! Modules: `anchors` (the trust input), `backend` (what the server asks for answers: the
-//! [`Answerer`] trait, extra POST [`Route`]s), `blobs` (the chain's fork table: EVM revision and blob parameters by time), `upstream` (the untrusted client), `blocks` (headers
-//! and bodies checked against an anchor), `state` (EIP-1186 proofs), `receipts` (receipts and
+//! [`Answerer`] trait, extra POST [`Route`]s), `blobs` (the chain's fork table: EVM revision and blob parameters by time), `upstream` (the untrusted execution client), `blocks` (headers
+//! and bodies checked against an anchor; beacon blocks fetched and decoded with sszgate-light's
+//! Beacon API client and typed blocks), `state` (EIP-1186 proofs), `receipts` (receipts and
 //! logs), `render` (standard JSON-RPC shapes from verified data), `call` (`eth_call` in revm over
 //! proven state), `verifier` (the methods),
 //! `server` (HTTP, batches, metrics), `error`, `colibri` (comparing an answer with colibri's
@@ -39,7 +40,9 @@ pub use call::{
     eth_call_cfg, tx_env,
 };
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
-pub use server::{Config, Metrics, Routes, Server, local_verifier, serve, serve_with};
+pub use server::{
+    BeaconSource, Config, Metrics, Routes, Server, local_verifier, serve, serve_with,
+};
 pub use sszgate_light::{Anchor, BlockRef, Trust};
 pub use sszgate_serve::{Budget, BudgetLimits, BudgetSpent};
 pub use upstream::Upstream;

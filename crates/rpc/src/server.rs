@@ -47,8 +47,8 @@ use crate::{
 pub struct Config {
     /// The untrusted execution JSON-RPC URL; empty: none (no pass-through).
     pub execution: String,
-    /// The untrusted Beacon API base URL (block bodies from beacon blocks), if any.
-    pub beacon: Option<String>,
+    /// The untrusted Beacon API (block bodies from beacon blocks) and its chain, if any.
+    pub beacon: Option<BeaconSource>,
     /// The chain id answered by `eth_chainId` (trusted configuration, not the upstream's).
     pub chain_id: u64,
     /// Where to listen (`127.0.0.1:0` for an ephemeral port).
@@ -98,6 +98,16 @@ impl Config {
             blob_schedule: BlobSchedule::for_chain(chain_id),
         }
     }
+}
+
+/// An untrusted Beacon API and the chain it serves (whose fork schedule tells a beacon block's
+/// layout by its slot).
+#[derive(Debug, Clone)]
+pub struct BeaconSource {
+    /// The Beacon API base URL (`http://host:port[/base]`).
+    pub url: String,
+    /// The chain's parameters.
+    pub spec: sszgate_light::ChainSpec,
 }
 
 /// Request counters: per method and outcome, failed checks per method and check, and the
@@ -277,14 +287,17 @@ pub async fn serve<A: AnchorSource>(config: Config, anchors: A) -> Result<Server
 pub fn local_verifier<A: AnchorSource>(config: &Config, anchors: A) -> Result<Verifier<A>, String> {
     let upstream = Upstream::new(
         &config.execution,
-        config.beacon.as_deref(),
         config.upstream_timeout,
         config.max_upstream_answer,
     )?;
-    Ok(
-        Verifier::new(anchors, upstream, config.chain_id, config.limits)
-            .with_blob_schedule(config.blob_schedule.clone()),
-    )
+    let verifier = Verifier::new(anchors, upstream, config.chain_id, config.limits)
+        .with_blob_schedule(config.blob_schedule.clone());
+    match &config.beacon {
+        Some(beacon) => {
+            verifier.with_beacon(beacon, config.upstream_timeout, config.max_upstream_answer)
+        }
+        None => Ok(verifier),
+    }
 }
 
 /// Starts the JSON-RPC server for `config` with `answerer` and the extra POST `routes`.
@@ -297,7 +310,6 @@ pub async fn serve_with<B: Answerer>(
         "" => None,
         url => Some(Upstream::new(
             url,
-            None,
             config.upstream_timeout,
             config.max_upstream_answer,
         )?),

@@ -1,12 +1,14 @@
-//! The untrusted upstreams: an execution JSON-RPC endpoint and, optionally, a Beacon API. Every
-//! request has a timeout, every answer a size bound read before it is kept, and an answer that
+//! The untrusted execution JSON-RPC endpoint (and a prover, which answers at the same kind of
+//! URL). Every request has a timeout, every answer a size bound read before it is kept, and an answer that
 //! is not a JSON-RPC result is an error. Nothing read here is trusted: callers check it.
 //!
 //! Every request also spends from the client request's upstream budget, when it has one
 //! (`sszgate_serve::Budget::current`): a fetch is refused before it is made when the budget's
 //! fetches are spent, and an answer is read only up to the bytes left.
 //!
-//! Not here: any verification.
+//! Not here: any verification; the Beacon API, which is read with sszgate-light's client
+//! (`HttpBeaconApi`, through `blocks::BeaconBlocks`; this module's own Beacon API GET moved
+//! there).
 
 use std::time::Duration;
 
@@ -22,43 +24,27 @@ use serde_json::Value;
 
 use crate::error::UpstreamError;
 
-/// The untrusted execution RPC and Beacon API.
+/// The untrusted execution RPC.
 #[derive(Clone, Debug)]
 pub struct Upstream {
     client: Client<HttpConnector, Full<Bytes>>,
     execution: Uri,
-    beacon: Option<String>,
     timeout: Duration,
     max_answer: usize,
 }
 
 impl Upstream {
-    /// Clients for `execution` (JSON-RPC URL) and `beacon` (Beacon API base URL).
-    pub fn new(
-        execution: &str,
-        beacon: Option<&str>,
-        timeout: Duration,
-        max_answer: usize,
-    ) -> Result<Upstream, String> {
+    /// A client of `execution` (JSON-RPC URL).
+    pub fn new(execution: &str, timeout: Duration, max_answer: usize) -> Result<Upstream, String> {
         let execution: Uri = execution
             .parse()
             .map_err(|e| format!("execution URL {execution:?}: {e}"))?;
-        if let Some(b) = beacon {
-            b.parse::<Uri>()
-                .map_err(|e| format!("beacon URL {b:?}: {e}"))?;
-        }
         Ok(Upstream {
             client: Client::builder(TokioExecutor::new()).build_http(),
             execution,
-            beacon: beacon.map(|b| b.trim_end_matches('/').to_string()),
             timeout,
             max_answer,
         })
-    }
-
-    /// Whether a Beacon API is configured.
-    pub fn has_beacon(&self) -> bool {
-        self.beacon.is_some()
     }
 
     /// Calls `method` and returns its `result` (which may be `null`).
@@ -118,30 +104,6 @@ impl Upstream {
                 .map(Some)
                 .map_err(|e| malformed(&what, e)),
         }
-    }
-
-    /// GETs `path` from the Beacon API as SSZ (`application/octet-stream`).
-    pub async fn beacon_ssz(&self, path: &str) -> Result<Bytes, UpstreamError> {
-        let base = self
-            .beacon
-            .as_ref()
-            .ok_or_else(|| UpstreamError::NoBeacon(path.to_string()))?;
-        let what = format!("GET {path}");
-        let uri: Uri = format!("{base}{path}")
-            .parse()
-            .map_err(|e| transport(&what, e))?;
-        let request = Request::get(uri)
-            .header(header::ACCEPT, "application/octet-stream")
-            .body(Full::new(Bytes::new()))
-            .map_err(|e| transport(&what, e))?;
-        let (status, bytes) = self.exchange(&what, request).await?;
-        if status != StatusCode::OK {
-            return Err(UpstreamError::Status {
-                what,
-                status: status.as_u16(),
-            });
-        }
-        Ok(bytes)
     }
 
     /// POSTs `body` (JSON) to the execution URL asking for `accept`; the status and the

@@ -8,6 +8,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use alloy_consensus::Header;
@@ -24,10 +25,12 @@ use sszgate_light::{Anchor, BlockRef};
 use crate::{
     AnchorSource,
     blobs::BlobSchedule,
-    blocks::{self, VerifiedBlock},
+    blocks::{self, BeaconBlocks, VerifiedBlock},
     call::{Attempt, CallRequest, ProvenAccount, ProvenState, Run},
     error::{AnchorError, Check, RpcError, mismatch},
-    params, receipts, render, state,
+    params, receipts, render,
+    server::BeaconSource,
+    state,
     upstream::Upstream,
 };
 
@@ -83,6 +86,7 @@ const CACHED_BLOCKS: usize = 32;
 pub struct Verifier<A> {
     anchors: A,
     upstream: Upstream,
+    beacon: Option<BeaconBlocks>,
     chain_id: u64,
     blobs: BlobSchedule,
     limits: Limits,
@@ -105,11 +109,24 @@ impl<A: AnchorSource> Verifier<A> {
         Verifier {
             anchors,
             upstream,
+            beacon: None,
             blobs: BlobSchedule::for_chain(chain_id),
             chain_id,
             limits,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Reads blocks from the beacon blocks of `source` (preferred to the execution RPC's);
+    /// `timeout` bounds each fetch, `max_answer` each block's bytes.
+    pub fn with_beacon(
+        mut self,
+        source: &BeaconSource,
+        timeout: Duration,
+        max_answer: usize,
+    ) -> Result<Verifier<A>, String> {
+        self.beacon = Some(BeaconBlocks::new(source, timeout, max_answer)?);
+        Ok(self)
     }
 
     /// Uses `blobs` as the chain's blob schedule (default: the known one of the chain id).
@@ -311,12 +328,13 @@ impl<A: AnchorSource> Verifier<A> {
     /// The block of `anchor` from its beacon block's execution payload; `None` without a
     /// Beacon API or a beacon root.
     async fn beacon_block(&self, anchor: &Anchor) -> Result<Option<Arc<VerifiedBlock>>, RpcError> {
-        if !self.upstream.has_beacon() || anchor.beacon_root.is_zero() {
+        let Some(beacon) = &self.beacon else {
+            return Ok(None);
+        };
+        if anchor.beacon_root.is_zero() {
             return Ok(None);
         }
-        let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
-        let bytes = self.upstream.beacon_ssz(&path).await?;
-        let block = blocks::from_beacon_ssz(&bytes, anchor)?;
+        let block = beacon.block(anchor).await?;
         Ok(Some(self.keep(block)))
     }
 

@@ -280,6 +280,51 @@ async fn a_forged_execution_payload() {
     assert_check(&data, "block_hash", "execution_payload");
 }
 
+/// The anchor of the block a `eth_getTransactionByHash` case's transaction is in, its
+/// recorded beacon block's file name and bytes.
+fn transaction_block(case: &str) -> (FixedAnchors, String, Vec<u8>) {
+    let (anchors, list) = anchors_of(case);
+    let number = test_json(case)["expected_result"]["blockNumber"]
+        .as_str()
+        .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok())
+        .unwrap();
+    let target = list.iter().find(|a| a.number == number).unwrap();
+    let file = format!("eth_v2_beacon_blocks_{}.ssz", target.beacon_root);
+    let bytes = std::fs::read(cases_dir().join(case).join(&file)).unwrap();
+    (anchors, file, bytes)
+}
+
+/// Where a `SignedBeaconBlock`'s body starts (the message's fifth field, an offset into the
+/// message, which starts after the 4-byte offset and the 96-byte signature).
+fn body_start(bytes: &[u8]) -> usize {
+    100 + u32::from_le_bytes(bytes[100 + 80..100 + 84].try_into().unwrap()) as usize
+}
+
+/// A beacon block other than the anchored one served for the anchor's root, on a Deneb and an
+/// Electra block: its graffiti changed (the payload intact, so only the block's root differs)
+/// is refused by the beacon root; its parent root changed (the root of the parent beacon block
+/// is part of the execution header) by the block hash.
+#[tokio::test]
+async fn a_beacon_block_not_the_anchored_one() {
+    for case in [
+        "eth_getTransactionByHash1",
+        "eth_getTransactionByHash_electra",
+    ] {
+        let (anchors, file, bytes) = transaction_block(case);
+        let graffiti = body_start(&bytes) + 96 + 72;
+        let mut other_graffiti = bytes.clone();
+        other_graffiti[graffiti] ^= 1;
+        let answers = HashMap::from([(file.clone(), Answer::Body(other_graffiti))]);
+        let data = refused(case, answers, Some(anchors.clone())).await;
+        assert_check(&data, "beacon_root", "beacon_block");
+        let mut other_parent = bytes;
+        other_parent[100 + 16] ^= 1;
+        let answers = HashMap::from([(file, Answer::Body(other_parent))]);
+        let data = refused(case, answers, Some(anchors)).await;
+        assert_check(&data, "block_hash", "execution_payload");
+    }
+}
+
 /// A change to a served answer.
 type Change = dyn Fn(&mut Value);
 

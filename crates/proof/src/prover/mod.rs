@@ -95,7 +95,7 @@ impl Prover {
     /// A prover over `execution` (JSON-RPC URL) and `beacon` (Beacon API URL) of mainnet.
     pub fn new(execution: &str, beacon: &str, timeout: Duration) -> Result<Prover, ProveError> {
         Ok(Prover {
-            execution: Upstream::new(execution, None, timeout, MAX_ANSWER).map_err(upstream)?,
+            execution: Upstream::new(execution, timeout, MAX_ANSWER).map_err(upstream)?,
             beacon: HttpBeaconApi::new(beacon, timeout).map_err(upstream)?,
             spec: ChainSpec::mainnet(),
             include_code: false,

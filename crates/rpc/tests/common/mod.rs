@@ -12,15 +12,13 @@ use std::{
 };
 
 use alloy_primitives::B256;
-use alloy_rpc_types_engine::ExecutionPayloadV3;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 use serde_json::{Value, json};
-use ssz::Decode;
-use sszgate_engine::ssz::{Field, Ty, fields};
 use sszgate_fixtures::replay::{Answer, Replay};
-use sszgate_rpc::{Anchor, Config, FixedAnchors, Server, serve};
+use sszgate_light::block::AnyBlock;
+use sszgate_rpc::{Anchor, BeaconSource, Config, FixedAnchors, Server, serve};
 
 /// The recorded cases (`shared/data/colibri/`).
 pub(crate) fn cases_dir() -> PathBuf {
@@ -45,42 +43,16 @@ pub(crate) fn test_json(case: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-const OPAQUE: Ty = Ty::Bytes(usize::MAX);
-const fn f(name: &'static str, ty: &'static Ty) -> Field {
-    Field { name, ty }
-}
-static SIGNED: Ty = Ty::Container(
-    "SignedBeaconBlock",
-    &[f("message", &OPAQUE), f("signature", &Ty::Fixed(96))],
-);
-static BLOCK: Ty = Ty::Container(
-    "BeaconBlock",
-    &[
-        f("slot", &Ty::Fixed(8)),
-        f("proposer_index", &Ty::Fixed(8)),
-        f("parent_root", &Ty::Fixed(32)),
-        f("state_root", &Ty::Fixed(32)),
-        f("body", &OPAQUE),
-    ],
-);
-
-/// Slot, parent root, and the execution payload's number and hash of a recorded
-/// `SignedBeaconBlock` (Deneb or Electra: the payload offset is at the same place).
+/// Slot, parent root, and the execution payload's number and hash of a recorded mainnet
+/// `SignedBeaconBlock` (decoded by sszgate-light, as the verifier decodes it).
 pub(crate) fn beacon_block_facts(bytes: &[u8]) -> (u64, B256, u64, B256) {
-    let message = fields(&SIGNED, bytes).unwrap()[0];
-    let block = fields(&BLOCK, message).unwrap();
-    let body = block[4];
-    // The payload is the tenth field; its offset sits after 96 + 72 + 32 + 5 × 4 + 160 bytes.
-    let at = 96 + 72 + 32 + 20 + 160;
-    let start = u32::from_le_bytes(body[at..at + 4].try_into().unwrap()) as usize;
-    let end = u32::from_le_bytes(body[at + 4..at + 8].try_into().unwrap()) as usize;
-    let payload = ExecutionPayloadV3::from_ssz_bytes(&body[start..end]).unwrap();
-    let inner = &payload.payload_inner.payload_inner;
+    let block = AnyBlock::from_ssz(&sszgate_light::ChainSpec::mainnet(), bytes).unwrap();
+    let payload = block.execution_payload();
     (
-        u64::from_le_bytes(block[0].try_into().unwrap()),
-        B256::from_slice(block[2]),
-        inner.block_number,
-        inner.block_hash,
+        block.summary().header.slot,
+        block.parent_root(),
+        payload.block_number,
+        payload.block_hash,
     )
 }
 
@@ -117,7 +89,10 @@ pub(crate) async fn start_with(
         .await
         .unwrap();
     let mut config = Config::new(&replay.url(), 1);
-    config.beacon = Some(replay.url());
+    config.beacon = Some(BeaconSource {
+        url: replay.url(),
+        spec: sszgate_light::ChainSpec::mainnet(),
+    });
     config.upstream_timeout = Duration::from_secs(5);
     tweak(&mut config);
     let server = serve(config, anchors).await.unwrap();
