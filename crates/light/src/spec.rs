@@ -164,6 +164,29 @@ impl ChainSpec {
             .find(|c| &c.genesis_validators_root == genesis_validators_root)
     }
 
+    /// The chain as a beacon node's `/eth/v1/config/spec` and `/eth/v1/beacon/genesis` answer
+    /// it (their `data` members; what [`ChainSpec::from_beacon_api`] reads back): for serving
+    /// a chain's parameters, as test nodes and the attack campaign do.
+    pub fn to_beacon_api(&self) -> (Value, Value) {
+        let mut config = serde_json::json!({
+            "PRESET_BASE": "mainnet",
+            "SECONDS_PER_SLOT": self.seconds_per_slot.to_string(),
+            "SLOTS_PER_EPOCH": self.slots_per_epoch.to_string(),
+            "EPOCHS_PER_SYNC_COMMITTEE_PERIOD": self.epochs_per_period.to_string(),
+            "GENESIS_FORK_VERSION": const_hex::encode_prefixed(self.genesis_fork_version),
+        });
+        for ((version_key, epoch_key), (version, epoch)) in FORK_KEYS.iter().zip(&self.forks) {
+            config[*version_key] = const_hex::encode_prefixed(version).into();
+            config[*epoch_key] = epoch.to_string().into();
+        }
+        let genesis = serde_json::json!({
+            "genesis_time": self.genesis_time.to_string(),
+            "genesis_validators_root": self.genesis_validators_root.to_string(),
+            "genesis_fork_version": const_hex::encode_prefixed(self.genesis_fork_version),
+        });
+        (config, genesis)
+    }
+
     /// Reads the chain from a beacon node's `/eth/v1/config/spec` and `/eth/v1/beacon/genesis`
     /// answers (the whole JSON documents, with their `data` member).
     /// Only the mainnet preset is supported (its container sizes are compiled in): a node on
@@ -465,6 +488,26 @@ mod tests {
             "Gloas containers are not supported"
         );
         assert_eq!(spec.period(11658783), 1423);
+    }
+
+    /// Every built-in chain, served as a beacon node serves it, reads back to itself.
+    #[test]
+    fn a_chain_served_as_a_node_serves_it_reads_back_the_same() {
+        for chain in [
+            ChainSpec::mainnet(),
+            ChainSpec::sepolia(),
+            ChainSpec::hoodi(),
+        ] {
+            let (config, genesis) = chain.to_beacon_api();
+            let read = ChainSpec::from_beacon_api(&config, &genesis).unwrap();
+            assert_eq!(
+                read,
+                ChainSpec {
+                    name: "custom".into(),
+                    ..chain
+                }
+            );
+        }
     }
 
     /// The config of a beacon node reproduces the built-in mainnet parameters.

@@ -119,9 +119,12 @@ async fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
     read_all(&mut stream).await
 }
 
+/// The most of an answer read (the server's answers here are a few hundred bytes).
+const MAX_ANSWER: u64 = 1 << 20;
+
 async fn read_all(stream: &mut TcpStream) -> String {
     let mut out = Vec::new();
-    tokio::time::timeout(HANG, stream.read_to_end(&mut out))
+    tokio::time::timeout(HANG, stream.take(MAX_ANSWER).read_to_end(&mut out))
         .await
         .expect("the server closed the connection")
         .unwrap();

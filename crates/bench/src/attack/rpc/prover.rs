@@ -19,10 +19,10 @@ use std::{
 use alloy_primitives::{Address, B256, Bytes, U256};
 use bytes::Bytes as Body;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::{Request, Response, body::Incoming, service::service_fn};
+use hyper::{Request, Response, body::Incoming};
 use hyper_util::{
     client::legacy::{Client, connect::HttpConnector},
-    rt::{TokioExecutor, TokioIo},
+    rt::TokioExecutor,
 };
 use serde_json::{Value, json};
 use sszgate_drive::load::{Call, Senders};
@@ -484,7 +484,7 @@ impl ProverRelay {
             told: AtomicU64::new(0),
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
-        let task = tokio::spawn(accept(listener, shared.clone()));
+        let task = tokio::spawn(super::relay::serve_relay(listener, shared.clone(), relay));
         Ok(ProverRelay { url, shared, task })
     }
 
@@ -497,18 +497,6 @@ impl ProverRelay {
     /// How many requests the lie changed since it was told.
     fn told(&self) -> u64 {
         self.shared.told.load(Ordering::SeqCst)
-    }
-}
-
-async fn accept(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| relay(shared.clone(), request));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
     }
 }
 

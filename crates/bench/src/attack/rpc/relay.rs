@@ -90,7 +90,7 @@ impl Relay {
             told: AtomicU64::new(0),
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
-        let task = tokio::spawn(serve(listener, shared.clone()));
+        let task = tokio::spawn(serve_relay(listener, shared.clone(), relay));
         Ok(Relay {
             url: format!("http://{addr}"),
             shared,
@@ -110,11 +110,26 @@ impl Relay {
     }
 }
 
-async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+/// Serves HTTP/1.1 on `listener`, each request answered by `handle(shared, request)`: the
+/// accept loop of the campaign's relays.
+pub(crate) async fn serve_relay<S, F, Fut, B>(
+    listener: tokio::net::TcpListener,
+    shared: Arc<S>,
+    handle: F,
+) where
+    S: Send + Sync + 'static,
+    F: Fn(Arc<S>, Request<Incoming>) -> Fut + Copy + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Response<B>, std::convert::Infallible>>
+        + Send
+        + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     while let Ok((stream, _)) = listener.accept().await {
         let shared = shared.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| relay(shared.clone(), request));
+            let service = service_fn(move |request| handle(shared.clone(), request));
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .await;

@@ -63,39 +63,9 @@ pub(crate) fn has_network_flag(sszgate: &Path) -> bool {
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--network"))
 }
 
-/// Mainnet's `/eth/v1/config/spec` and `/eth/v1/beacon/genesis` as a node serves them.
-fn mainnet_answers() -> (Value, Value) {
-    let spec = ChainSpec::mainnet();
-    let mut config = json!({
-        "SECONDS_PER_SLOT": spec.seconds_per_slot.to_string(),
-        "SLOTS_PER_EPOCH": spec.slots_per_epoch.to_string(),
-        "EPOCHS_PER_SYNC_COMMITTEE_PERIOD": spec.epochs_per_period.to_string(),
-        "GENESIS_FORK_VERSION": const_hex::encode_prefixed(spec.genesis_fork_version),
-    });
-    let names = [
-        "ALTAIR",
-        "BELLATRIX",
-        "CAPELLA",
-        "DENEB",
-        "ELECTRA",
-        "FULU",
-        "GLOAS",
-    ];
-    for (name, (version, epoch)) in names.iter().zip(&spec.forks) {
-        config[format!("{name}_FORK_VERSION")] = const_hex::encode_prefixed(version).into();
-        config[format!("{name}_FORK_EPOCH")] = epoch.to_string().into();
-    }
-    let genesis = json!({
-        "genesis_time": spec.genesis_time.to_string(),
-        "genesis_validators_root": spec.genesis_validators_root.to_string(),
-        "genesis_fork_version": const_hex::encode_prefixed(spec.genesis_fork_version),
-    });
-    (config, genesis)
-}
-
 /// The replay's answers for the two routes, with `lie` told.
 fn lying_answers(lie: TimingLie) -> HashMap<String, Answer> {
-    let (mut config, mut genesis) = mainnet_answers();
+    let (mut config, mut genesis) = ChainSpec::mainnet().to_beacon_api();
     let target = if lie.field == "genesis_time" {
         &mut genesis
     } else {
