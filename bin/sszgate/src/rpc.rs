@@ -291,8 +291,10 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
 fn fork_table(args: &RpcArgs, spec: &ChainSpec, chain_id: u64) -> Result<ForkSchedule> {
     match (&args.blob_schedule, ForkSchedule::is_known(chain_id)) {
         (Some(_), true) => bail!("--blob-schedule: chain id {chain_id} has a built-in schedule"),
-        (bpo, _) => Ok(ForkSchedule::for_chain_or_consensus(chain_id, spec)
-            .with_bpo(bpo.clone().unwrap_or_default().0)),
+        (bpo, _) => Ok(
+            ForkSchedule::for_chain_or_consensus(chain_id, spec.execution_fork_times())
+                .with_bpo(bpo.clone().unwrap_or_default().0),
+        ),
     }
 }
 

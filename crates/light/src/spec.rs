@@ -317,6 +317,19 @@ impl ChainSpec {
         unix_seconds.saturating_sub(self.genesis_time) / self.seconds_per_slot
     }
 
+    /// When the forks that change the EVM begin, in Unix seconds: Capella, Deneb, Electra and
+    /// Fulu (`None` when not scheduled or beyond any time), for `sszgate-exec`'s fork table.
+    pub fn execution_fork_times(&self) -> [Option<u64>; 4] {
+        // `forks`: Altair, Bellatrix, Capella, Deneb, Electra, Fulu, …
+        std::array::from_fn(|i| {
+            let epoch = self.forks.get(i + 2)?.1;
+            let seconds = epoch
+                .checked_mul(self.slots_per_epoch)?
+                .checked_mul(self.seconds_per_slot)?;
+            self.genesis_time.checked_add(seconds)
+        })
+    }
+
     /// Index of the fork active at `epoch`: 0 genesis, 1 Altair … 6 Fulu, 7 Gloas.
     fn fork_index(&self, epoch: u64) -> usize {
         self.forks.iter().take_while(|(_, e)| *e <= epoch).count()

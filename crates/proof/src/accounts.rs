@@ -9,15 +9,14 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256, U256, keccak256};
-use alloy_rlp::Decodable;
-use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY, TrieAccount};
+use alloy_trie::TrieAccount;
 use serde_json::{Value, json};
+use sszgate_exec::account;
 
 use crate::error::{Check, ProofError, ensure, fail};
 use crate::header::verify_header;
 use crate::multiproof::{self, BLOCK_HASH, BLOCK_NUMBER, STATE_ROOT, u64_leaf};
 use crate::params::{self, BlockArg};
-use crate::patricia;
 use crate::render::{bytes, qty, qty256};
 use crate::tags::{ProvenBlock, check_tag};
 use crate::trust::TrustedState;
@@ -34,17 +33,9 @@ pub struct ProvenAccount {
     pub storage: Vec<(B256, U256)>,
 }
 
-fn empty_account() -> TrieAccount {
-    TrieAccount {
-        nonce: 0,
-        balance: U256::ZERO,
-        storage_root: EMPTY_ROOT_HASH,
-        code_hash: KECCAK_EMPTY,
-    }
-}
-
-/// Walks an account's Patricia proofs: the account under `keccak256(address)`, each slot under
-/// `keccak256(key)` in its storage root. `what` names the proof in errors.
+/// Walks an account's Patricia proofs (`sszgate-exec`'s, as the local mode): the account under
+/// `keccak256(address)` (empty when absent), each slot under `keccak256(key)` in its storage
+/// root (zero when absent). `what` names the proof in errors.
 pub fn prove_account(
     nodes: &[BigBytes],
     address: Address,
@@ -56,30 +47,12 @@ pub fn prove_account(
         check,
         detail: format!("{what}: {detail}"),
     };
-    let account = match patricia::walk(state_root, keccak256(address).as_slice(), nodes)
-        .map_err(|e| bad(Check::AccountProof, e))?
-    {
-        None => empty_account(),
-        Some(rlp) => TrieAccount::decode(&mut rlp.as_slice())
-            .map_err(|e| bad(Check::AccountProof, format!("account does not decode: {e}")))?,
-    };
+    let account = account::prove_account(state_root, address, nodes)
+        .map_err(|e| bad(Check::AccountProof, e))?;
     let mut storage = Vec::with_capacity(slots.len());
     for (i, slot) in slots.iter().enumerate() {
-        let value = match patricia::walk(
-            account.storage_root,
-            keccak256(slot.key).as_slice(),
-            &slot.proof,
-        )
-        .map_err(|e| bad(Check::StorageProof, format!("storage_proof[{i}]: {e}")))?
-        {
-            None => U256::ZERO,
-            Some(rlp) => U256::decode(&mut rlp.as_slice()).map_err(|e| {
-                bad(
-                    Check::StorageProof,
-                    format!("storage_proof[{i}]: value does not decode: {e}"),
-                )
-            })?,
-        };
+        let value = account::prove_slot(account.storage_root, slot.key, &slot.proof)
+            .map_err(|e| bad(Check::StorageProof, format!("storage_proof[{i}]: {e}")))?;
         storage.push((slot.key, value));
     }
     Ok(ProvenAccount {

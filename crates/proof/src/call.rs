@@ -15,21 +15,16 @@
 //! EVM configuration are sszgate-rpc's, shared with the local mode. Not bound by the proof:
 //! the gas left (a call that depends on the exact gas limit may differ from a node's answer).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy_primitives::{Address, B256, Bytes, keccak256};
 use alloy_trie::KECCAK_EMPTY;
 use revm::bytecode::Bytecode;
-use revm::context::BlockEnv;
-use revm::context::result::{EVMError, ExecutionResult};
-use revm::database_interface::DBErrorMarker;
-use revm::interpreter::Interpreter;
-use revm::interpreter::interpreter::EthInterpreter;
-use revm::interpreter::interpreter_types::Jumps;
+use revm::context::result::ExecutionResult;
 use revm::primitives::hardfork::SpecId;
 use revm::state::AccountInfo;
-use revm::{Context, Database, InspectEvm, Inspector, MainBuilder, MainContext};
 use serde_json::Value;
+use sszgate_exec::{BlockContext, CallRequest, ProvenAccount, ProvenState, Run};
 
 use crate::accounts::{prove_account, verify_state_proof};
 use crate::error::{Check, ProofError, ensure, fail};
@@ -37,110 +32,13 @@ use crate::params;
 use crate::render::bytes;
 use crate::trust::TrustedState;
 use crate::types::{CallProof, CodeUnion};
-use sszgate_rpc::{CallRequest, account_read, call_gas, delegate_of, eth_call_cfg, tx_env};
-
-/// An account the call may read.
-struct Proven {
-    info: AccountInfo,
-    storage: HashMap<B256, U256>,
-}
-
-/// Why a run could not finish over the proven state.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Unproven(String);
-
-impl DBErrorMarker for Unproven {}
-
-struct ProofDb<'a> {
-    accounts: &'a HashMap<Address, Proven>,
-    /// Accounts the EVM loads for its bookkeeping (caller, fee recipient): empty when absent.
-    bookkeeping: [Address; 2],
-}
-
-impl Database for ProofDb<'_> {
-    type Error = Unproven;
-
-    fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Unproven> {
-        match self.accounts.get(&address) {
-            Some(a) => match delegate_of(&a.info) {
-                // Running `address` runs its delegate's code, which must be proven too.
-                Some(to) if !self.accounts.contains_key(&to) => Err(Unproven(format!(
-                    "{address} delegates to {to}, whose account is not in the proof"
-                ))),
-                _ => Ok(Some(a.info.clone())),
-            },
-            None if self.bookkeeping.contains(&address) => Ok(None),
-            None => Err(Unproven(format!("missing account proof for {address}"))),
-        }
-    }
-
-    fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, Unproven> {
-        self.accounts
-            .values()
-            .find(|a| a.info.code_hash == code_hash)
-            .and_then(|a| a.info.code.clone())
-            .ok_or_else(|| {
-                Unproven(format!(
-                    "code {code_hash} is neither in the proof nor known"
-                ))
-            })
-    }
-
-    fn storage(&mut self, address: Address, index: U256) -> Result<U256, Unproven> {
-        let key = B256::from(index);
-        self.accounts
-            .get(&address)
-            .and_then(|a| a.storage.get(&key).copied())
-            .ok_or_else(|| Unproven(format!("missing storage proof for {address} slot {key}")))
-    }
-
-    fn block_hash(&mut self, number: u64) -> Result<B256, Unproven> {
-        Err(Unproven(format!("BLOCKHASH({number}) is not in the proof")))
-    }
-}
-
-/// Refuses opcodes that read what the proof does not bind.
-struct ContextGuard {
-    bookkeeping: [Address; 2],
-    unproven: Option<String>,
-}
-
-impl<CTX> Inspector<CTX, EthInterpreter> for ContextGuard {
-    fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
-        if self.unproven.is_some() {
-            return;
-        }
-        let name = match interp.bytecode.opcode() {
-            0x41 => "COINBASE",
-            0x42 => "TIMESTAMP",
-            0x43 => "NUMBER",
-            0x44 => "PREVRANDAO",
-            0x45 => "GASLIMIT",
-            0x48 => "BASEFEE",
-            0x4a => "BLOBBASEFEE",
-            _ => {
-                // BALANCE, EXTCODE*, the CALLs and SELFDESTRUCT of an unproven account.
-                if let Some(address) = account_read(interp)
-                    && self.bookkeeping.contains(&address)
-                {
-                    self.unproven = Some(format!("the call reads the unproven account {address}"));
-                }
-                return;
-            }
-        };
-        self.unproven = Some(format!(
-            "the call reads {name}, which the proof does not bind"
-        ));
-    }
-}
 
 /// Proves every account of the proof against one state root; returns the root and the
 /// accounts with their code (shipped, or from `codes`, checked against the code hash).
 fn prove_accounts(
     p: &CallProof,
     codes: &HashMap<B256, Bytes>,
-) -> Result<(B256, HashMap<Address, Proven>), ProofError> {
+) -> Result<(B256, HashMap<Address, ProvenAccount>), ProofError> {
     let mut root = None;
     let mut accounts = HashMap::new();
     for (i, a) in p.accounts.iter().enumerate() {
@@ -173,7 +71,7 @@ fn prove_accounts(
         let storage = proven.storage.iter().copied().collect();
         ensure(
             accounts
-                .insert(a.address, Proven { info, storage })
+                .insert(a.address, ProvenAccount { info, storage })
                 .is_none(),
             Check::AccountProof,
             || format!("{what}: {} twice", a.address),
@@ -185,46 +83,38 @@ fn prove_accounts(
     Ok((root, accounts))
 }
 
-/// Runs `call` over `accounts` with revision `spec` on chain `chain_id`.
+/// Runs `call` over `accounts` with revision `spec` on chain `chain_id`. The caller and the
+/// zero address (the fee recipient of a block context that is not proven) are provisional
+/// unless the proof holds them.
 fn run(
-    accounts: &HashMap<Address, Proven>,
+    accounts: HashMap<Address, ProvenAccount>,
     call: &CallRequest,
     spec: SpecId,
     chain_id: u64,
 ) -> Result<Value, ProofError> {
-    let bookkeeping = [call.from, Address::ZERO];
-    let mut guard = ContextGuard {
-        bookkeeping,
-        unproven: None,
+    let provisional: HashSet<Address> = [call.from, Address::ZERO]
+        .into_iter()
+        .filter(|a| !accounts.contains_key(a))
+        .collect();
+    let state = ProvenState {
+        accounts,
+        provisional,
     };
-    let result = {
-        let db = ProofDb {
-            accounts,
-            bookkeeping,
-        };
-        let ctx = Context::mainnet()
-            .with_db(db)
-            .with_block(BlockEnv {
-                gas_limit: call_gas(call),
-                ..Default::default()
-            })
-            .modify_cfg_chained(|cfg| eth_call_cfg(cfg, spec, chain_id));
-        ctx.build_mainnet_with_inspector(&mut guard)
-            .inspect_one_tx(tx_env(call, chain_id))
-    };
-    if let Some(why) = guard.unproven {
-        return Err(ProofError::Unprovable(why));
-    }
-    match result {
-        Ok(ExecutionResult::Success { output, .. }) => Ok(bytes(output.data())),
-        Ok(ExecutionResult::Revert { output, .. }) => {
+    let block = BlockContext::unbound(spec);
+    match sszgate_exec::run(&state, &block, chain_id, call) {
+        Run::Done(ExecutionResult::Success { output, .. }) => Ok(bytes(output.data())),
+        Run::Done(ExecutionResult::Revert { output, .. }) => {
             Err(ProofError::Reverted(const_hex::encode_prefixed(&output)))
         }
-        Ok(ExecutionResult::Halt { reason, .. }) => {
+        Run::Done(ExecutionResult::Halt { reason, .. }) => {
             Err(ProofError::Reverted(format!("halted: {reason:?}")))
         }
-        Err(EVMError::Database(Unproven(why))) => Err(ProofError::Unprovable(why)),
-        Err(e) => Err(ProofError::Params(format!("the call cannot run: {e}"))),
+        Run::Needs(needs) => Err(ProofError::Unprovable(needs.reason())),
+        Run::Invalid(invalid) => Err(ProofError::Params(format!(
+            "the call cannot run: {}",
+            invalid.why
+        ))),
+        Run::Failed(why) => Err(ProofError::Params(why)),
     }
 }
 
@@ -255,11 +145,13 @@ pub fn verify_call(
     let (root, accounts) = prove_accounts(p, &trust.codes)?;
     verify_state_proof(trust, &p.state_proof, root, &block)?;
     let spec = revision(trust, p.state_proof.header.slot)?;
-    run(&accounts, &call, spec, trust.chain_id)
+    run(accounts, &call, spec, trust.chain_id)
 }
 
 #[cfg(test)]
 mod tests {
+    use alloy_primitives::U256;
+
     use super::*;
 
     const CONTRACT: Address = Address::repeat_byte(0xc0);
@@ -267,7 +159,7 @@ mod tests {
     const CALLER: Address = Address::repeat_byte(0xca);
 
     /// One contract with `code` and no storage.
-    fn contract(code: &[u8]) -> HashMap<Address, Proven> {
+    fn contract(code: &[u8]) -> HashMap<Address, ProvenAccount> {
         let code = Bytes::copy_from_slice(code);
         let info = AccountInfo {
             code_hash: keccak256(&code),
@@ -275,7 +167,7 @@ mod tests {
             ..Default::default()
         };
         let storage = HashMap::new();
-        HashMap::from([(CONTRACT, Proven { info, storage })])
+        HashMap::from([(CONTRACT, ProvenAccount { info, storage })])
     }
 
     /// Runs a call from [`CALLER`] (with `gas`) to a contract with `code` and no storage,
@@ -284,7 +176,7 @@ mod tests {
         let gas = gas.map(|g| format!("{g:#x}"));
         let call = serde_json::json!({"from": CALLER, "to": CONTRACT, "gas": gas});
         let call = CallRequest::parse(Some(&call), 1).unwrap();
-        run(&contract(code), &call, spec, 1)
+        run(contract(code), &call, spec, 1)
     }
 
     /// Runs a call to a contract with `code` and no storage, under Prague.
@@ -297,7 +189,7 @@ mod tests {
         // GAS PUSH0 MSTORE PUSH1 32 PUSH0 RETURN: the gas left.
         let gas_left = [0x5a, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3];
         let out = call_with(&gas_left, None, SpecId::OSAKA).unwrap();
-        let expected = sszgate_rpc::RPC_GAS_CAP - 21_000 - 2;
+        let expected = sszgate_exec::RPC_GAS_CAP - 21_000 - 2;
         assert_eq!(out, bytes(B256::from(U256::from(expected))));
         // More than the cap is capped (proof mode's gas was unbounded before Osaka).
         let out = call_with(&gas_left, Some(u64::MAX), SpecId::PRAGUE).unwrap();
@@ -310,7 +202,7 @@ mod tests {
         let accounts = contract(&[0x46, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]);
         let call = serde_json::json!({"to": CONTRACT});
         let call = CallRequest::parse(Some(&call), 1337).unwrap();
-        let out = run(&accounts, &call, SpecId::OSAKA, 1337).unwrap();
+        let out = run(accounts, &call, SpecId::OSAKA, 1337).unwrap();
         assert_eq!(out, bytes(B256::from(U256::from(1337))));
     }
 

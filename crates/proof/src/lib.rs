@@ -4,7 +4,7 @@
 //!
 //! Modules: `ssz` (the container and union macros), `types` (the wire format), `error`,
 //! `trust` (keys per period and the sync data that adds them), `header` (a data header tied to
-//! a signature), `multiproof` (SSZ multiproofs), `patricia` (trie proofs), `params` (request
+//! a signature), `multiproof` (SSZ multiproofs), `params` (request
 //! parameters), `tags` (what a block tag may mean: the clock, `latest`'s freshness,
 //! `finalized`), `render` (JSON), and one module per method family: `blocks`, `txs`,
 //! `receipts`, `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
@@ -12,7 +12,8 @@
 //! `remote` verifies a prover's proofs as `sszgate rpc --prover` does.
 //!
 //! Where sszgate deliberately differs from colibri (the spec's §15) is said in the module that
-//! makes the difference.
+//! makes the difference. The execution side (Patricia walk, accounts, the fork table, the EVM
+//! run) is `sszgate-exec`'s, shared with the local verifier.
 
 pub mod accounts;
 pub mod blocks;
@@ -21,7 +22,6 @@ pub mod error;
 pub mod header;
 pub mod multiproof;
 pub mod params;
-pub mod patricia;
 pub mod prover;
 pub mod receipts;
 pub mod remote;
@@ -34,6 +34,8 @@ pub mod types;
 pub mod verify;
 
 pub use error::{Check, ProofError};
+/// Patricia proofs: `sszgate-exec`'s walk, the one both verifiers use.
+pub use sszgate_exec::patricia;
 pub use trust::TrustedState;
 pub use types::C4Request;
 pub use verify::{decode, verify};

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use ssz::{Decode, Encode};
 use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
+use sszgate_exec::ForkSchedule;
 use sszgate_light::bls::CommitteeKeys;
 use sszgate_light::spec::{ChainSpec, signing_root};
 use sszgate_light::store::{LightClientStore, check_update};
@@ -26,7 +27,6 @@ use sszgate_light::types::{
     BlsPublicKey, Bootstrap, LightClientUpdateSsz, SyncAggregate, SyncCommittee, Update,
 };
 use sszgate_light::{LightError, ParticipationPolicy};
-use sszgate_rpc::ForkSchedule;
 
 use crate::error::{Check, ProofError, ensure, fail};
 use crate::tags::{Finalized, Freshness};
@@ -163,7 +163,7 @@ impl TrustedState {
         let chain_id = known_chain_id(&spec.name).unwrap_or(1);
         TrustedState {
             chain_id,
-            forks: ForkSchedule::for_chain_or_consensus(chain_id, &spec),
+            forks: ForkSchedule::for_chain_or_consensus(chain_id, spec.execution_fork_times()),
             spec,
             checkpoint: None,
             committees: BTreeMap::new(),

@@ -18,7 +18,6 @@
 
 mod anchors;
 mod backend;
-mod blobs;
 mod blocks;
 mod call;
 pub mod colibri;
@@ -34,15 +33,12 @@ mod verifier;
 
 pub use anchors::{AnchorSource, FixedAnchors, LightAnchors};
 pub use backend::{Answerer, BoxFuture, Route, RouteAnswer};
-pub use blobs::{BlobSchedule, BpoForks, ForkSchedule, parse_bpo};
-pub use call::{
-    CallRequest, OSAKA_TX_GAS_CAP, RPC_GAS_CAP, account_read, call_gas, delegate_of, estimate_cap,
-    eth_call_cfg, tx_env,
-};
+pub use call::{CallRequest, OSAKA_TX_GAS_CAP, RPC_GAS_CAP, estimate_cap};
 pub use error::{AnchorError, Check, Mismatch, RpcError, UpstreamError};
 pub use server::{
     BeaconSource, Config, Metrics, Routes, Server, local_verifier, serve, serve_with,
 };
+pub use sszgate_exec::{BpoForks, ForkSchedule, parse_bpo};
 pub use sszgate_light::{Anchor, BlockRef, Trust};
 pub use sszgate_serve::{Budget, BudgetLimits, BudgetSpent};
 pub use upstream::Upstream;

@@ -34,9 +34,8 @@ use sszgate_serve::{Budget, BudgetLimits, InFlight, Offload};
 use tokio::{net::TcpListener, task::JoinHandle};
 
 use crate::{
-    AnchorSource,
+    AnchorSource, ForkSchedule,
     backend::{Answerer, Route, RouteAnswer},
-    blobs::BlobSchedule,
     error::RpcError,
     upstream::Upstream,
     verifier::{Limits, Verifier},
@@ -72,7 +71,7 @@ pub struct Config {
     /// Methods passed through to the execution RPC unverified.
     pub allow_unverified: Vec<String>,
     /// The chain's blob schedule (receipts' `blobGasPrice`, `BLOBBASEFEE` in calls).
-    pub blob_schedule: BlobSchedule,
+    pub blob_schedule: ForkSchedule,
 }
 
 impl Config {
@@ -95,7 +94,7 @@ impl Config {
             budget: BudgetLimits::default(),
             limits: Limits::default(),
             allow_unverified: Vec::new(),
-            blob_schedule: BlobSchedule::for_chain(chain_id),
+            blob_schedule: ForkSchedule::for_chain(chain_id),
         }
     }
 }

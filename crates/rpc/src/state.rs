@@ -1,13 +1,16 @@
-//! EIP-1186 proofs (`eth_getProof` answers) checked with alloy-trie against a verified state
-//! root: the account (or its absence) under `keccak256(address)`, each storage slot (or its
-//! absence, value 0) under `keccak256(slot)` in the proven storage root, and that the proof is
-//! for the address and slots asked for. A proof that stops before the key is resolved fails.
+//! EIP-1186 proofs (`eth_getProof` answers) checked against a verified state root with
+//! `sszgate-exec`'s Patricia walk (the one the proof verifier uses): the account (or its
+//! absence) under `keccak256(address)`, each storage slot (or its absence, value 0) under
+//! `keccak256(slot)` in the proven storage root, the node's values compared with the proven
+//! ones, and that the proof is for the address and slots asked for. A proof that stops
+//! before the key is resolved fails.
 //!
 //! Not here: fetching the proof or the header (`verifier`).
 
-use alloy_primitives::{Address, B256, keccak256};
+use alloy_primitives::{Address, B256};
 use alloy_rpc_types_eth::EIP1186AccountProofResponse;
-use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY, Nibbles, TrieAccount, proof::verify_proof};
+use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY, TrieAccount};
+use sszgate_exec::account::{prove_account, prove_slot};
 
 use crate::error::{Check, RpcError, mismatch};
 
@@ -30,44 +33,44 @@ pub(crate) fn check_account_proof(
             ),
         );
     }
-    let account = TrieAccount {
+    let claimed = TrieAccount {
         nonce: proof.nonce,
         balance: proof.balance,
         storage_root: proof.storage_hash,
         code_hash: proof.code_hash,
     };
-    let key = Nibbles::unpack(keccak256(address));
-    let present = verify_proof(
-        state_root,
-        key,
-        Some(alloy_rlp::encode(account)),
-        &proof.account_proof,
-    );
-    // An empty account is usually absent from the trie (EIP-161); either proof gives the same
-    // answer, so either is accepted. Absent, its hashes are the empty ones (or zero, as geth
-    // writes them), and it has no storage.
-    let empty = account.nonce == 0
-        && account.balance.is_zero()
-        && [EMPTY_ROOT_HASH, B256::ZERO].contains(&account.storage_root)
-        && [KECCAK_EMPTY, B256::ZERO].contains(&account.code_hash);
-    let (outcome, proven) = match present {
-        Err(_) if empty => (
-            verify_proof(state_root, key, None, &proof.account_proof),
-            TrieAccount::default(),
-        ),
-        other => (other, account),
+    let proven = match prove_account(state_root, address, &slices(&proof.account_proof)) {
+        Ok(proven) => proven,
+        Err(e) => {
+            return mismatch(
+                Check::AccountProof,
+                "accountProof",
+                format!("the account is not proven by the state root {state_root}: {e}"),
+            );
+        }
     };
-    if let Err(e) = outcome {
+    // An empty account is usually absent from the trie (EIP-161); either proof gives the same
+    // answer. Absent, the node may write its hashes as the empty ones or as zero (geth).
+    let empty = claimed.nonce == 0
+        && claimed.balance.is_zero()
+        && [EMPTY_ROOT_HASH, B256::ZERO].contains(&claimed.storage_root)
+        && [KECCAK_EMPTY, B256::ZERO].contains(&claimed.code_hash);
+    if proven != claimed && !(empty && proven == TrieAccount::default()) {
         return mismatch(
             Check::AccountProof,
             "accountProof",
             format!(
-                "the account (nonce, balance, storageHash, codeHash) is not proven by the state root {state_root}: {e}"
+                "the account (nonce, balance, storageHash, codeHash) differs from the one the state root {state_root} proves"
             ),
         );
     }
     check_storage(proof, proven.storage_root, keys)?;
     Ok(proven)
+}
+
+/// The nodes of a proof as byte slices, the form the Patricia walk takes.
+fn slices(nodes: &[alloy_primitives::Bytes]) -> Vec<&[u8]> {
+    nodes.iter().map(|n| &n[..]).collect()
 }
 
 /// Checks each storage proof of `proof` against `storage_root` (the proven account's).
@@ -98,14 +101,14 @@ fn check_storage(
                 ),
             );
         }
-        let expected = (!slot.value.is_zero()).then(|| alloy_rlp::encode(slot.value));
-        let path = Nibbles::unpack(keccak256(key));
-        if let Err(e) = verify_proof(storage_root, path, expected, &slot.proof) {
+        let value = prove_slot(storage_root, *key, &slices(&slot.proof));
+        if value.as_ref() != Ok(&slot.value) {
+            let why = value.map_or_else(|e| e, |v| format!("the proven value is {v}"));
             return mismatch(
                 Check::StorageProof,
                 format!("storageProof[{i}]"),
                 format!(
-                    "value {} of slot {key} is not proven by the storage root {storage_root}: {e}",
+                    "value {} of slot {key} is not proven by the storage root {storage_root}: {why}",
                     slot.value
                 ),
             );

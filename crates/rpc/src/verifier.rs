@@ -23,10 +23,9 @@ use serde_json::{Value, json};
 use sszgate_light::{Anchor, BlockRef};
 
 use crate::{
-    AnchorSource,
-    blobs::BlobSchedule,
+    AnchorSource, ForkSchedule,
     blocks::{self, BeaconBlocks, VerifiedBlock},
-    call::{Attempt, CallRequest, ProvenAccount, ProvenState, Run},
+    call::{Attempt, BlockContext, CallRequest, ProvenAccount, ProvenState, Run},
     error::{AnchorError, Check, RpcError, mismatch},
     params, receipts, render,
     server::BeaconSource,
@@ -88,7 +87,7 @@ pub struct Verifier<A> {
     upstream: Upstream,
     beacon: Option<BeaconBlocks>,
     chain_id: u64,
-    blobs: BlobSchedule,
+    blobs: ForkSchedule,
     limits: Limits,
     cache: Mutex<HashMap<B256, Arc<VerifiedBlock>>>,
 }
@@ -110,7 +109,7 @@ impl<A: AnchorSource> Verifier<A> {
             anchors,
             upstream,
             beacon: None,
-            blobs: BlobSchedule::for_chain(chain_id),
+            blobs: ForkSchedule::for_chain(chain_id),
             chain_id,
             limits,
             cache: Mutex::new(HashMap::new()),
@@ -130,7 +129,7 @@ impl<A: AnchorSource> Verifier<A> {
     }
 
     /// Uses `blobs` as the chain's blob schedule (default: the known one of the chain id).
-    pub fn with_blob_schedule(mut self, blobs: BlobSchedule) -> Verifier<A> {
+    pub fn with_blob_schedule(mut self, blobs: ForkSchedule) -> Verifier<A> {
         self.blobs = blobs;
         self
     }
@@ -605,14 +604,11 @@ impl<A: AnchorSource> Verifier<A> {
     /// transaction the EVM refuses is answered as such.
     async fn run_proven(&self, run: &mut CallRun, call: &CallRequest) -> Result<Attempt, RpcError> {
         for _ in 0..MAX_CALL_ROUNDS {
-            let mut needs = match crate::call::run(
-                &run.state,
-                &run.header,
-                (self.chain_id, &self.blobs),
-                call,
-            )? {
+            let block = BlockContext::of_header(&run.header, &self.blobs);
+            let mut needs = match crate::call::run(&run.state, &block, self.chain_id, call) {
                 Run::Done(result) => return Ok(Ok(result)),
                 Run::Invalid(invalid) => return Ok(Err(invalid)),
+                Run::Failed(why) => return Err(RpcError::Unprovable(why)),
                 Run::Needs(needs) => needs,
             };
             if let Some(why) = needs.unprovable {

@@ -4,7 +4,8 @@
 //! number geth gives. geth does not search for the exact lowest gas: it runs once at the cap,
 //! tries an optimistic limit, then bisects until within 1.5 % of the lowest failing limit.
 //!
-//! Not here: running one call over proven state (`call::run`, the verifier's `run_proven`).
+//! Not here: running one call over proven state (`sszgate_exec::evm::run`, the verifier's
+//! `run_proven`).
 
 use alloy_primitives::KECCAK256_EMPTY;
 use revm::{
@@ -140,14 +141,11 @@ mod tests {
     use alloy_consensus::Header;
     use alloy_primitives::{Address, B256, Bytes, U256, address};
 
+    use sszgate_exec::evm::fixtures::{CALLER, CONTRACT, state_with};
+    use sszgate_exec::{BlockContext, ForkSchedule};
+
     use super::*;
-    use crate::{
-        blobs::ForkSchedule,
-        call::{
-            ProvenAccount, Run, run,
-            tests::{CALLER, CONTRACT, state_with},
-        },
-    };
+    use crate::call::{ProvenAccount, Run, run};
 
     /// An account that does not exist yet.
     const NEW: Address = address!("0x00000000000000000000000000000000005eed01");
@@ -179,7 +177,7 @@ mod tests {
         let hi = estimate_cap(
             &call,
             header.gas_limit,
-            super::super::spec_of(header, &forks),
+            crate::call::spec_of(header, &forks),
         );
         let plain = plain_transfer(&call, state);
         let mut runs = InMemory {
@@ -199,9 +197,15 @@ mod tests {
         call: &CallRequest,
     ) -> Result<Attempt, RpcError> {
         loop {
-            match run(state, header, (1, &ForkSchedule::default()), call)? {
+            match run(
+                state,
+                &BlockContext::of_header(header, &ForkSchedule::default()),
+                1,
+                call,
+            ) {
                 Run::Done(result) => return Ok(Ok(result)),
                 Run::Invalid(invalid) => return Ok(Err(invalid)),
+                Run::Failed(why) => return Err(RpcError::Unprovable(why)),
                 Run::Needs(needs) => {
                     let wanted = needs.touched.iter().chain(needs.slots.keys());
                     for address in wanted.copied().collect::<Vec<_>>() {

@@ -7,11 +7,11 @@
 //! BPO forks given by the caller ([`parse_bpo`]). Without an entry for a block's time neither
 //! is answered from the table.
 //!
-//! Not here: anything read from an upstream; the EVM run itself (`call`).
+//! Not here: anything read from an upstream; the EVM run itself (`evm`); the consensus
+//! fork epochs (`sszgate-light`'s `ChainSpec::execution_fork_times` gives their times).
 
 use alloy_eips::eip7840::BlobParams;
 use revm::primitives::hardfork::SpecId;
-use sszgate_light::ChainSpec;
 
 /// Activation times of a known chain: Shanghai, Cancun, Prague, Osaka, BPO1, BPO2.
 struct KnownTimes([u64; 6]);
@@ -50,9 +50,6 @@ pub struct ForkSchedule {
     revisions: Vec<(u64, SpecId)>,
     blobs: Vec<(u64, BlobParams)>,
 }
-
-/// The name the server's configuration knows the schedule by.
-pub type BlobSchedule = ForkSchedule;
 
 impl ForkSchedule {
     /// A schedule from `(activation timestamp, revision)` and `(activation timestamp, blob
@@ -105,38 +102,32 @@ impl ForkSchedule {
         ForkSchedule::for_chain(chain_id) != ForkSchedule::default()
     }
 
-    /// The schedule a chain's consensus fork epochs imply (Capella → Shanghai, Deneb →
-    /// Cancun, Electra → Prague, Fulu → Osaka, each with its EIP's blob parameters); BPO
-    /// forks are added with [`ForkSchedule::with_bpo`].
-    pub fn from_consensus(spec: &ChainSpec) -> ForkSchedule {
-        // `spec.forks`: Altair, Bellatrix, Capella, Deneb, Electra, Fulu, …
-        let time = |index: usize| {
-            let epoch = spec.forks.get(index)?.1;
-            let seconds = epoch
-                .checked_mul(spec.slots_per_epoch)?
-                .checked_mul(spec.seconds_per_slot)?;
-            spec.genesis_time.checked_add(seconds)
-        };
+    /// The schedule a chain's consensus forks imply, given when Capella, Deneb, Electra and
+    /// Fulu begin (Unix seconds, `None` when not scheduled): Capella → Shanghai, Deneb →
+    /// Cancun, Electra → Prague, Fulu → Osaka, each with its EIP's blob parameters. BPO forks
+    /// are added with [`ForkSchedule::with_bpo`].
+    pub fn from_consensus(fork_times: [Option<u64>; 4]) -> ForkSchedule {
         let forks = [
-            (2, SpecId::SHANGHAI, None),
-            (3, SpecId::CANCUN, Some(BlobParams::cancun())),
-            (4, SpecId::PRAGUE, Some(BlobParams::prague())),
-            (5, SpecId::OSAKA, Some(BlobParams::osaka())),
+            (SpecId::SHANGHAI, None),
+            (SpecId::CANCUN, Some(BlobParams::cancun())),
+            (SpecId::PRAGUE, Some(BlobParams::prague())),
+            (SpecId::OSAKA, Some(BlobParams::osaka())),
         ];
         let (mut revisions, mut blobs) = (Vec::new(), Vec::new());
-        for (index, revision, params) in forks {
-            let Some(at) = time(index) else { continue };
+        for (at, (revision, params)) in fork_times.into_iter().zip(forks) {
+            let Some(at) = at else { continue };
             revisions.push((at, revision));
             blobs.extend(params.map(|p| (at, p)));
         }
         ForkSchedule::new(revisions, blobs)
     }
 
-    /// The known schedule of `chain_id`, else the one `spec`'s fork epochs imply.
-    pub fn for_chain_or_consensus(chain_id: u64, spec: &ChainSpec) -> ForkSchedule {
+    /// The known schedule of `chain_id`, else the one its consensus forks imply
+    /// ([`ForkSchedule::from_consensus`]).
+    pub fn for_chain_or_consensus(chain_id: u64, fork_times: [Option<u64>; 4]) -> ForkSchedule {
         match ForkSchedule::is_known(chain_id) {
             true => ForkSchedule::for_chain(chain_id),
-            false => ForkSchedule::from_consensus(spec),
+            false => ForkSchedule::from_consensus(fork_times),
         }
     }
 
@@ -224,6 +215,8 @@ pub fn parse_bpo(text: &str) -> Result<Vec<(u64, BlobParams)>, String> {
 
 #[cfg(test)]
 mod tests {
+    use sszgate_light::ChainSpec;
+
     use super::*;
 
     #[test]
@@ -262,7 +255,7 @@ mod tests {
     #[test]
     fn mainnets_consensus_fork_epochs_give_its_execution_fork_times() {
         // Two independent sources of the same times: the beacon fork epochs and geth's table.
-        let derived = ForkSchedule::from_consensus(&ChainSpec::mainnet());
+        let derived = ForkSchedule::from_consensus(ChainSpec::mainnet().execution_fork_times());
         for time in [1_681_338_455, 1_710_338_135, 1_746_612_311, 1_764_798_551] {
             let table = ForkSchedule::mainnet();
             assert_eq!(derived.revision_at(time), table.revision_at(time), "{time}");
@@ -282,7 +275,7 @@ mod tests {
         for (i, fork) in spec.forks.iter_mut().enumerate() {
             fork.1 = if i <= 5 { 0 } else { u64::MAX };
         }
-        let s = ForkSchedule::for_chain_or_consensus(1337, &spec)
+        let s = ForkSchedule::for_chain_or_consensus(1337, spec.execution_fork_times())
             .with_bpo(parse_bpo("0:48:72:5007716").unwrap());
         assert_eq!(s.revision_at(1_000), Some(SpecId::OSAKA));
         let p = s.at(1_000).unwrap();
@@ -293,7 +286,7 @@ mod tests {
         // Electra at epoch 10: Cancun before its first slot's time, Prague from it.
         spec.forks[4].1 = 10;
         spec.forks[5].1 = u64::MAX;
-        let s = ForkSchedule::from_consensus(&spec);
+        let s = ForkSchedule::from_consensus(spec.execution_fork_times());
         let electra = 1_000 + 10 * 32 * 12;
         assert_eq!(s.revision_at(electra - 1), Some(SpecId::CANCUN));
         assert_eq!(s.revision_at(electra), Some(SpecId::PRAGUE));
