@@ -2,7 +2,7 @@
 //! and the proof verifier (`sszgate-proof`): the one Merkle-Patricia walk (`patricia`),
 //! accounts and slots proven by it (`account`), the chain's fork table by timestamp
 //! (`forks`), the `eth_call` request and EVM configuration (`call`), and the call run in revm
-//! over proven state only (`evm`).
+//! over proven state only (`evm`); `parallel` splits per-transaction work over the cores.
 //!
 //! Not here: anything that fetches (proofs, code, headers), anything asynchronous, and the
 //! consensus side (headers and signatures live in `sszgate-light`).
@@ -11,6 +11,7 @@ pub mod account;
 pub mod call;
 pub mod evm;
 pub mod forks;
+pub mod parallel;
 pub mod patricia;
 
 pub use call::{
@@ -21,3 +22,4 @@ pub use evm::{
     Attempt, BlockContext, Invalid, Needs, ProvenAccount, ProvenState, Run, run, spec_of,
 };
 pub use forks::{BpoForks, ForkSchedule, parse_bpo};
+pub use parallel::map_on_cores;

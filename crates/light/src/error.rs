@@ -116,6 +116,7 @@ pub enum LightError {
         detail: String,
     },
     /// The request's upstream budget is spent: the fetch was not made.
+    #[cfg(feature = "http")]
     #[error("{path}: {spent}")]
     Budget {
         /// The request path.

@@ -9,7 +9,10 @@
 //! Beacon API's JSON forms of the light-client containers), `merkle`, `bls` (the committee's
 //! signature), `participation` (which aggregates may anchor), `store` (the sync protocol),
 //! `persist` (the store on disk), `anchor` (execution blocks from verified headers), `api`
-//! (the Beacon API), `client` (the facade that ties them together).
+//! (the Beacon API), `client` (the facade that ties them together), `resolve` (block
+//! references to anchors). `api`, `client` and `resolve` fetch: they are the `http` feature
+//! (on by default); without it the crate is the verification core of the embeddable verifiers,
+//! free of tokio and hyper.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), sszgate_light::LightError> {
@@ -29,22 +32,27 @@
 //! ```
 
 pub mod anchor;
+#[cfg(feature = "http")]
 pub mod api;
 pub mod block;
 pub mod bls;
+#[cfg(feature = "http")]
 pub mod client;
 pub mod error;
 pub mod json;
 pub mod merkle;
 pub mod participation;
 pub mod persist;
+#[cfg(feature = "http")]
 pub mod resolve;
 pub mod spec;
 pub mod store;
 pub mod types;
 
 use alloy_primitives::B256;
+#[cfg(feature = "http")]
 pub use api::{BeaconApi, HttpBeaconApi, LcAnswer, RecordedBeaconApi};
+#[cfg(feature = "http")]
 pub use client::LightClient;
 pub use error::LightError;
 pub use participation::ParticipationPolicy;

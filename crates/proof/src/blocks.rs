@@ -159,7 +159,7 @@ fn transactions(payload: &ExecutionPayload, full: bool) -> Result<Vec<Value>, Pr
         return Ok(txs.iter().map(|raw| bytes(keccak256(&raw[..]))).collect());
     }
     let base_fee = u64::try_from(payload.base_fee_per_gas).unwrap_or(u64::MAX);
-    sszgate_rpc::map_on_cores(txs.len(), 32, |i| {
+    sszgate_exec::map_on_cores(txs.len(), 32, |i| {
         let tx = decode_tx(&txs[i], &format!("executionPayload.transactions[{i}]"))?;
         let at = Position {
             block_hash: payload.block_hash,

@@ -9,7 +9,9 @@
 //! `finalized`), `render` (JSON), and one module per method family: `blocks`, `txs`,
 //! `receipts`, `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
 //! execution RPC and a Beacon API, and serves them (`prover::endpoint`);
-//! `remote` verifies a prover's proofs as `sszgate rpc --prover` does.
+//! `remote` verifies a prover's proofs as `sszgate rpc --prover` does. `prover` and `remote`
+//! are the `net` feature (on by default); without it the crate is the verification core the
+//! embeddable verifiers build: no I/O, no async runtime.
 //!
 //! Where sszgate deliberately differs from colibri (the spec's §15) is said in the module that
 //! makes the difference. The execution side (Patricia walk, accounts, the fork table, the EVM
@@ -22,8 +24,10 @@ pub mod error;
 pub mod header;
 pub mod multiproof;
 pub mod params;
+#[cfg(feature = "net")]
 pub mod prover;
 pub mod receipts;
+#[cfg(feature = "net")]
 pub mod remote;
 pub mod render;
 pub mod ssz;

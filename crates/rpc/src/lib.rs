@@ -25,7 +25,6 @@ mod error;
 mod params;
 mod receipts;
 mod render;
-pub use render::map_on_cores;
 mod server;
 mod state;
 mod upstream;

@@ -8,6 +8,7 @@ use alloy_consensus::{ReceiptEnvelope, Transaction as _, transaction::SignerReco
 use alloy_primitives::{Address, B256, Log, U256};
 use alloy_rpc_types_eth::{Block, BlockTransactions, Header, Transaction, TransactionReceipt};
 use serde_json::Value;
+use sszgate_exec::map_on_cores;
 
 use crate::{
     blocks::{VerifiedBlock, VerifiedTx},
@@ -70,42 +71,6 @@ const PARALLEL_FROM: usize = 32;
 /// split over the machine's cores.
 fn tx_objects(block: &VerifiedBlock, count: usize) -> Result<Vec<Transaction>, RpcError> {
     map_on_cores(count, PARALLEL_FROM, |i| tx_object(block, i))
-}
-
-/// `f(0..count)` in order, split over the machine's cores in runs of at least `at_least`
-/// (fewer items stay on the calling thread); the first error is returned.
-pub fn map_on_cores<R: Send, E: Send>(
-    count: usize,
-    at_least: usize,
-    f: impl Fn(usize) -> Result<R, E> + Sync,
-) -> Result<Vec<R>, E> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(count / at_least.max(1)).max(1);
-    if threads == 1 {
-        return (0..count).map(&f).collect();
-    }
-    let chunk = count.div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = (0..count)
-            .step_by(chunk)
-            .map(|start| {
-                scope.spawn(move || {
-                    (start..(start + chunk).min(count))
-                        .map(f)
-                        .collect::<Result<Vec<_>, _>>()
-                })
-            })
-            .collect();
-        let mut out = Vec::with_capacity(count);
-        for part in parts {
-            out.extend(
-                part.join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?,
-            );
-        }
-        Ok(out)
-    })
 }
 
 /// `block` as `eth_getBlockBy*` answers it (`full`: transaction objects).
