@@ -329,9 +329,9 @@ impl TrustedState {
         }
     }
 
-    /// Saves the checkpoint and the keys (with their uncompressed form, so loading them costs
-    /// no decompression) to `path`, through a temporary file.
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+    /// The checkpoint and the keys as bytes (with the keys' uncompressed form, so loading them
+    /// costs no decompression): what [`TrustedState::from_bytes`] reads.
+    pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::from(*SAVED_MAGIC);
         out.push(u8::from(self.checkpoint.is_some()));
         out.extend_from_slice(&self.checkpoint.unwrap_or_default().0);
@@ -341,8 +341,13 @@ impl TrustedState {
             out.extend_from_slice(&committee.as_ssz_bytes());
             out.extend_from_slice(&keys.to_uncompressed());
         }
+        out
+    }
+
+    /// Saves [`TrustedState::to_bytes`] to `path`, through a temporary file.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, &out)?;
+        std::fs::write(&tmp, self.to_bytes())?;
         std::fs::rename(&tmp, path)
     }
 
@@ -350,10 +355,23 @@ impl TrustedState {
     pub fn load(spec: ChainSpec, path: &Path) -> Result<TrustedState, String> {
         let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
         let bytes = read_saved(path).map_err(|e| at(&e))?;
+        TrustedState::from_bytes(spec, &bytes).map_err(|e| at(&e))
+    }
+
+    /// Reads what [`TrustedState::to_bytes`] wrote, for chain `spec`; every key is checked
+    /// against its committee (a state that does not read back whole is refused).
+    pub fn from_bytes(spec: ChainSpec, bytes: &[u8]) -> Result<TrustedState, String> {
+        let max = SAVED_HEAD + MAX_PERIODS * SAVED_ENTRY;
+        if bytes.len() < SAVED_HEAD || bytes.len() > max {
+            return Err(format!(
+                "{} bytes of saved trust, {SAVED_HEAD} to {max} expected",
+                bytes.len()
+            ));
+        }
         let mut state = TrustedState::new(spec);
         let (head, mut rest) = bytes.split_at(SAVED_HEAD);
         if &head[..8] != SAVED_MAGIC {
-            return Err(at(&"not a saved sszgate proof trust file"));
+            return Err("not a saved sszgate proof trust state".into());
         }
         if head[8] == 1 {
             state.checkpoint = Some(B256::from_slice(&head[9..41]));
@@ -361,15 +379,18 @@ impl TrustedState {
         for i in 0..head[41] {
             let entry = rest
                 .get(..SAVED_ENTRY)
-                .ok_or_else(|| at(&format!("entry {i} truncated")))?;
+                .ok_or_else(|| format!("entry {i} truncated"))?;
             let period = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
             let committee = SyncCommittee::from_ssz_bytes(&entry[8..8 + COMMITTEE_SSZ])
-                .map_err(|e| at(&format!("entry {i}: {e:?}")))?;
+                .map_err(|e| format!("entry {i}: {e:?}"))?;
             let keys =
                 CommitteeKeys::from_uncompressed(&committee, period, &entry[8 + COMMITTEE_SSZ..])
-                    .map_err(|e| at(&format!("entry {i}: {e}")))?;
+                    .map_err(|e| format!("entry {i}: {e}"))?;
             state.committees.insert(period, (committee, keys));
             rest = &rest[SAVED_ENTRY..];
+        }
+        if !rest.is_empty() {
+            return Err(format!("{} bytes after the last entry", rest.len()));
         }
         Ok(state)
     }

@@ -1,0 +1,122 @@
+//! The embeddable verifier on colibri's recorded mainnet proofs: made from a checkpoint, it
+//! learns the committee from a proof's sync data, answers as the vector says, saves its state,
+//! and a verifier made from that state alone answers again; lies and misuse are refused by name.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use sszgate_verifier::{Verifier, VerifierError};
+
+fn case_dir(case: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../proof/testdata/colibri")
+        .join(case)
+}
+
+fn expected(case: &str) -> Value {
+    let text = std::fs::read_to_string(case_dir(case).join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn proof(case: &str) -> Vec<u8> {
+    std::fs::read(case_dir(case).join("proof.ssz")).unwrap()
+}
+
+/// The time the case was fresh at: the start of the slot after its signature.
+fn now_for(case: &str) -> u64 {
+    let slot = expected(case)["decoded"]["checks"]["signature"]["signed_slot"]
+        .as_u64()
+        .unwrap();
+    1_606_824_023 + (slot + 1) * 12
+}
+
+fn options(case: &str) -> String {
+    let checkpoint = expected(case)["trusted_checkpoint"].clone();
+    serde_json::json!({"network": "mainnet", "checkpoint": checkpoint}).to_string()
+}
+
+fn verify(v: &mut Verifier, case: &str, bytes: &[u8]) -> Result<Value, VerifierError> {
+    let e = expected(case);
+    let method = e["method"].as_str().unwrap();
+    let answer = v.verify(method, &e["params"].to_string(), bytes, now_for(case))?;
+    Ok(serde_json::from_str(&answer).unwrap())
+}
+
+const CASE: &str = "syncdata_electra_blocknumber";
+
+#[test]
+fn a_checkpoint_and_a_proofs_sync_data_answer_and_the_state_round_trips() {
+    let mut v = Verifier::new(&options(CASE), None).unwrap();
+    assert_eq!(
+        v.client_state()[0],
+        2,
+        "a checkpoint-only verifier says so to a prover"
+    );
+    assert!(v.periods().is_empty());
+    let answer = verify(&mut v, CASE, &proof(CASE)).unwrap();
+    assert_eq!(answer, expected(CASE)["result"]);
+    assert!(
+        !v.periods().is_empty(),
+        "the bootstrap's committee was learned"
+    );
+    assert_eq!(v.client_state()[0], 1, "now it names its periods");
+    let state = v.save_state();
+    let mut again = Verifier::new(r#"{"network":"mainnet"}"#, Some(&state)).unwrap();
+    assert_eq!(again.periods(), v.periods());
+    assert_eq!(again.save_state(), state);
+    assert_eq!(verify(&mut again, CASE, &proof(CASE)).unwrap(), answer);
+}
+
+#[test]
+fn a_changed_proof_a_wrong_checkpoint_and_an_old_clock_are_refused_by_name() {
+    let mut bytes = proof(CASE);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let mut v = Verifier::new(&options(CASE), None).unwrap();
+    let err = verify(&mut v, CASE, &bytes).unwrap_err();
+    assert!(matches!(&err, VerifierError::Refused { .. }), "{err}");
+    let other = r#"{"network":"mainnet","checkpoint":"0x1111111111111111111111111111111111111111111111111111111111111111"}"#;
+    let mut v = Verifier::new(other, None).unwrap();
+    let err = verify(&mut v, CASE, &proof(CASE)).unwrap_err();
+    let VerifierError::Refused { check, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(check.as_deref(), Some("sync_data"), "{err}");
+    // The same proof an hour later: `latest` is no longer fresh.
+    let late = options(CASE).replace('}', &format!(",\"now\":{}}}", now_for(CASE) + 3600));
+    let mut v = Verifier::new(&late, None).unwrap();
+    let err = verify(&mut v, CASE, &proof(CASE)).unwrap_err();
+    assert!(err.to_string().contains("latest"), "{err}");
+}
+
+#[test]
+fn misuse_is_an_error_naming_what() {
+    for (options, says) in [
+        (r#"{"network":"mainnet"}"#, "checkpoint"),
+        (r#"{"network":"goerli","checkpoint":"0x00"}"#, "goerli"),
+        (r#"{"checkpoint":"0x12"}"#, "checkpoint"),
+        (r#"[1]"#, "object"),
+        (
+            r#"{"network":{"config":{}},"checkpoint":"0x00"}"#,
+            "network",
+        ),
+        (
+            r#"{"network":"mainnet","maxHeadAge":-1,"checkpoint":"0x1111111111111111111111111111111111111111111111111111111111111111"}"#,
+            "maxHeadAge",
+        ),
+    ] {
+        let err = Verifier::new(options, None).unwrap_err();
+        assert!(err.to_string().contains(says), "{options}: {err}");
+    }
+    let err = Verifier::new(r#"{"network":"mainnet"}"#, Some(b"not a state")).unwrap_err();
+    assert!(err.to_string().contains("state"), "{err}");
+    let mut v = Verifier::new(&options(CASE), None).unwrap();
+    let err = v
+        .verify("eth_sendRawTransaction", "[]", &proof(CASE), 0)
+        .unwrap_err();
+    assert!(err.to_string().contains("eth_sendRawTransaction"), "{err}");
+    let err = v
+        .verify("eth_blockNumber", "{", &proof(CASE), 0)
+        .unwrap_err();
+    assert!(matches!(err, VerifierError::Params(_)), "{err}");
+}
