@@ -15,6 +15,7 @@ mod prove;
 mod proxy;
 mod report;
 mod rpc;
+mod snooper;
 mod verify;
 
 use lab::{bench, devnet};
@@ -89,6 +90,14 @@ enum Command {
     /// Check REST-SSZ conformance: an EL's server (`el`), or the requests of a CL (`cl`).
     #[command(display_order = 9)]
     Conform(conform::ConformArgs),
+    /// rpc-snooper's command line over the proxy (also when run as `snooper` or
+    /// `json_rpc_snoop`): `sszgate snooper -b=0.0.0.0 -p=8561 http://EL:8551`; `-h` lists it.
+    #[command(display_order = 9, disable_help_flag = true)]
+    Snooper {
+        /// rpc-snooper's flags and the target URL.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 
     // Lab commands (`lab`): clients, proxies and fake ELs of their own.
     /// [lab] The first run: a geth devnet, 20 blocks with blobs driven over REST-SSZ via the
@@ -106,8 +115,22 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// The program names rpc-snooper's image and launchers use: sszgate run under them speaks
+/// rpc-snooper's command line.
+const SNOOPER_NAMES: [&str; 2] = ["snooper", "json_rpc_snoop"];
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut argv = std::env::args();
+    let program = argv.next().unwrap_or_default();
+    let name = std::path::Path::new(&program).file_name();
+    let cli = match name.and_then(|n| n.to_str()) {
+        Some(name) if SNOOPER_NAMES.contains(&name) => Cli {
+            command: Command::Snooper {
+                args: argv.collect(),
+            },
+        },
+        _ => Cli::parse(),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SSZGATE_LOG")
@@ -129,6 +152,7 @@ fn main() -> ExitCode {
         Command::Rpc(args) => rpc::run(args),
         Command::Conform(args) => conform::run(args),
         Command::Prove(args) => prove::run(args),
+        Command::Snooper { args } => snooper::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

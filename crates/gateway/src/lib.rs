@@ -38,6 +38,7 @@ mod control;
 mod enforce;
 mod events;
 mod faults;
+mod front;
 mod identify;
 pub mod inject;
 mod jwt;
@@ -49,6 +50,7 @@ mod ws;
 
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
+pub use front::{Exchange, Front, FrontBody};
 pub use inject::ControlPoint;
 pub use proxy::{DEFAULT_MAX_ANSWER_BYTES, Limits, ProxyConfig, serve};
 pub use sizes::{json_call_limit, rest_body_limit};

@@ -108,6 +108,8 @@ pub struct ProxyConfig {
     /// read) and sign upstream calls with the gateway's own token; `false` relays the CL's
     /// token untouched and lets the EL decide.
     pub verify_jwt: bool,
+    /// A front before the relay (its own endpoints, and a view of every relayed call), if any.
+    pub front: Option<Arc<dyn crate::Front>>,
 }
 
 /// Headers that describe one hop and are not forwarded (RFC 9110 § 7.6.1), plus `host`, which
@@ -177,12 +179,22 @@ pub async fn serve(
             // body goes on without it); none free: answered 503 at once.
             let permit = in_flight.try_enter();
             let busy = in_flight.busy_message();
-            async move {
+            let request = match &config.front {
+                Some(front) => match front.intercept(request) {
+                    Ok(answered) => {
+                        let answered = Ok(answered.map(full_front));
+                        return futures_util::future::Either::Left(std::future::ready(answered));
+                    }
+                    Err(request) => request,
+                },
+                None => request,
+            };
+            futures_util::future::Either::Right(async move {
                 match permit {
                     Some(_permit) => handle(request, config, recorder, from).await,
                     None => Ok(too_busy(&request, busy, &config, &recorder, &from)),
                 }
-            }
+            })
         });
         let connection = limits
             .builder()
@@ -226,6 +238,11 @@ fn record_head_too_large(recorder: &Recorder, hard_head: usize) {
         )),
         ..Capture::default()
     });
+}
+
+/// A front's own answer as a relay body.
+fn full_front(body: crate::front::FrontBody) -> ResponseBody {
+    body.map_err(|never| match never {}).boxed_unsync()
 }
 
 fn full(bytes: Bytes) -> ResponseBody {
@@ -430,6 +447,10 @@ async fn relay(
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
 ) -> Response<ResponseBody> {
+    let (method_of, request_type) = (
+        parts.method.clone(),
+        header_str(&parts.headers, "content-type"),
+    );
     let request = upstream_request(&call, parts, &config);
     let sent = Instant::now();
     let response = match config.upstream.send(request).await {
@@ -469,7 +490,15 @@ async fn relay(
         sent,
         head,
     };
-    let tap = Tap::new(incoming, capture, timing, recorder).with_first(first);
+    let mut tap = Tap::new(incoming, capture, timing, recorder).with_first(first);
+    if let Some(front) = &config.front {
+        let head = crate::front::ExchangeHead {
+            method: method_of,
+            request_content_type: request_type,
+            response_content_type: header_str(&parts.headers, "content-type"),
+        };
+        tap = tap.with_observer(front.clone(), head);
+    }
     Response::from_parts(parts, tap.boxed_unsync())
 }
 

@@ -14,6 +14,8 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use sszgate_record::{Capture, ErrorSide, Recorder};
 
+use crate::front::{Exchange, ExchangeHead, Front};
+
 /// The timing anchors of a call.
 pub(crate) struct Timing {
     /// When the request head arrived.
@@ -39,6 +41,8 @@ pub(crate) struct Tap {
     capture: Option<Capture>,
     timing: Timing,
     recorder: Arc<Recorder>,
+    /// The front that sees the call when it ends, with what only the relay knew of it.
+    observer: Option<(Arc<dyn Front>, ExchangeHead)>,
 }
 
 impl Tap {
@@ -57,7 +61,14 @@ impl Tap {
             capture: Some(capture),
             timing,
             recorder,
+            observer: None,
         }
+    }
+
+    /// The same tap, showing the call to `front` when it ends.
+    pub(crate) fn with_observer(mut self, front: Arc<dyn Front>, head: ExchangeHead) -> Tap {
+        self.observer = Some((front, head));
+        self
     }
 
     /// The same tap, with `first` already read from `inner` and relayed before the rest.
@@ -87,7 +98,27 @@ impl Tap {
             capture.error_side = Some(side);
             capture.error_message = Some(message);
         }
+        if let Some((front, head)) = self.observer.take() {
+            front.observe(exchange(&capture, head));
+        }
         self.recorder.record(capture);
+    }
+}
+
+/// The exchange a front sees: the capture's bodies (refcounted) and the head's types.
+fn exchange(capture: &Capture, head: ExchangeHead) -> Exchange {
+    Exchange {
+        method: head.method,
+        target: capture.target.clone(),
+        request_content_type: head.request_content_type,
+        request: capture.request.clone(),
+        status: capture.status,
+        response_content_type: head.response_content_type,
+        response_encoding: capture.encodings.1.clone(),
+        response: capture.response.clone(),
+        response_len: capture.answer_len(),
+        duration: std::time::Duration::from_micros(capture.total_us),
+        failure: capture.error_message.clone(),
     }
 }
 

@@ -9,7 +9,9 @@ mod settings;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use sszgate_gateway::{JwtSecret, ProxyConfig, TransportChoice, Upstream, UpstreamTransport};
+use sszgate_gateway::{
+    Front, JwtSecret, ProxyConfig, TransportChoice, Upstream, UpstreamTransport,
+};
 use sszgate_record::{Recorder, Sink, SinkOptions, clickhouse::Identity};
 use tokio::net::TcpListener;
 
@@ -18,6 +20,16 @@ use settings::{ProxySettings, Recording, TransportPlan};
 
 /// Runs `sszgate proxy` until it is stopped.
 pub(crate) fn run(args: ProxyArgs) -> Result<()> {
+    run_with(args, None)
+}
+
+/// Makes a front to stand before the relay (`sszgate snooper`'s), once the recorder exists:
+/// given the config's handle (the config holds the front) and the recorder.
+pub(crate) type MakeFront =
+    Box<dyn FnOnce(std::sync::Weak<ProxyConfig>, Arc<Recorder>) -> Arc<dyn Front> + Send>;
+
+/// Runs `sszgate proxy` with `front` before the relay, until it is stopped.
+pub(crate) fn run_with(args: ProxyArgs, front: Option<MakeFront>) -> Result<()> {
     let secret = args
         .jwt
         .jwt_secret
@@ -26,15 +38,20 @@ pub(crate) fn run(args: ProxyArgs) -> Result<()> {
     let secret = secret.transpose()?;
     let settings = settings::resolve(&args, secret.as_ref())?;
     let runtime = crate::runtime_with(settings.worker_threads)?;
-    runtime.block_on(run_async(settings, secret))
+    runtime.block_on(run_async(settings, secret, front))
 }
 
-async fn run_async(settings: ProxySettings, secret: Option<JwtSecret>) -> Result<()> {
+async fn run_async(
+    settings: ProxySettings,
+    secret: Option<JwtSecret>,
+    front: Option<MakeFront>,
+) -> Result<()> {
     let upstream = &settings.upstream;
     let upstream = Upstream::new(&upstream.url, upstream.timeout, upstream.http2)?;
     let (recorder, sink_names) = open_recorder(settings.recording)?;
     let transport = choose_transport(settings.transport, &upstream, secret.as_ref()).await?;
-    let config = Arc::new(ProxyConfig {
+    let front_recorder = recorder.clone();
+    let config = Arc::new_cyclic(|config| ProxyConfig {
         limits: settings.limits,
         upstream,
         max_body: settings.max_body,
@@ -45,6 +62,7 @@ async fn run_async(settings: ProxySettings, secret: Option<JwtSecret>) -> Result
         verify_jwt: settings.verify_jwt,
         control: sszgate_gateway::ControlPoint::default(),
         control_token: settings.control_token,
+        front: front.map(|make| make(config.clone(), front_recorder)),
     });
     let listener = TcpListener::bind(settings.listen)
         .await

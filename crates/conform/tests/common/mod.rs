@@ -97,6 +97,7 @@ async fn bridge(el: &str, secret: JwtSecret) -> (String, oneshot::Sender<()>) {
         verify_enforce: false,
         control: sszgate_gateway::ControlPoint::default(),
         control_token: None,
+        front: None,
     });
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

@@ -208,6 +208,7 @@ impl Proxy {
             verify_enforce,
             control: sszgate_gateway::ControlPoint::default(),
             control_token: CONTROL_TOKEN.with(|t| t.borrow().clone()),
+            front: None,
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let control = TcpListener::bind("127.0.0.1:0").await.unwrap();

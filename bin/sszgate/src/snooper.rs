@@ -1,0 +1,105 @@
+//! `sszgate snooper` (and sszgate run as `snooper` or `json_rpc_snoop`): rpc-snooper's command
+//! line (`sszgate-snooper`'s parser) turned into `sszgate proxy`'s arguments — the target as
+//! `--upstream`, `-b`/`-p` as `--listen`, `--metrics-port` as `--metrics`, every call relayed
+//! as it comes (`--upstream-transport relay`, as rpc-snooper does), sszgate's own proxy flags
+//! as given — then the proxy run with the rpc-snooper front before it.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use sszgate_snooper::{Action, SnooperCli, SnooperFront};
+
+use crate::proxy::{self, ProxyArgs};
+
+/// `sszgate proxy`'s arguments alone, for reading the ones rpc-snooper's command line gives.
+#[derive(Debug, Parser)]
+#[command(name = "snooper", args_override_self = true, disable_help_flag = true)]
+struct ProxyOnly {
+    #[command(flatten)]
+    proxy: ProxyArgs,
+}
+
+/// Whether `name` is an `sszgate proxy` flag, and whether it takes a value.
+fn proxy_flag(name: &str) -> Option<bool> {
+    let command = ProxyArgs::augment_args(clap::Command::new("proxy"));
+    let arg = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(name))?;
+    Some(arg.get_action().takes_values())
+}
+
+/// Runs rpc-snooper's command line `args` (without the program name).
+pub(crate) fn run(args: Vec<String>) -> Result<()> {
+    let env = |name: &str| std::env::var(name).ok();
+    let cli = sszgate_snooper::parse(&args, &env, &proxy_flag).context("snooper")?;
+    match cli.action {
+        Action::Help => {
+            print!("{}", sszgate_snooper::cli::help());
+            return Ok(());
+        }
+        Action::Version => {
+            tracing::info!(version = %format!("sszgate-{}", env!("CARGO_PKG_VERSION")), "initializing rpc-snooper");
+            return Ok(());
+        }
+        Action::Run => {}
+    }
+    let Some(target) = cli.target.clone() else {
+        bail!("Target URL missing (provide as argument or set SNOOPER_TARGET env var)");
+    };
+    tracing::info!(version = %format!("sszgate-{}", env!("CARGO_PKG_VERSION")), "initializing rpc-snooper");
+    tracing::info!("target url: {target}");
+    let proxy_args = proxy_args(&cli, &target)?;
+    proxy::run_with(proxy_args, Some(make_front(cli)))
+}
+
+/// `sszgate proxy`'s arguments from rpc-snooper's command line.
+fn proxy_args(cli: &SnooperCli, target: &str) -> Result<ProxyArgs> {
+    let metrics = cli
+        .metrics
+        .map_or("127.0.0.1:0".to_string(), |a| a.to_string());
+    let mut argv = vec![
+        "snooper".to_string(),
+        "--upstream".into(),
+        target.into(),
+        "--listen".into(),
+        cli.listen.to_string(),
+        "--metrics".into(),
+        metrics,
+        "--upstream-transport".into(),
+        "relay".into(),
+    ];
+    if let Some(secret) = &cli.jwt_secret {
+        argv.extend(["--jwt-secret".into(), secret.clone()]);
+    }
+    argv.extend(cli.proxy_args.iter().cloned());
+    let matches = ProxyOnly::command()
+        .try_get_matches_from(&argv)
+        .context("the sszgate proxy flags given")?;
+    Ok(ProxyOnly::from_arg_matches(&matches)?.proxy)
+}
+
+/// The front's maker: the rpc-snooper front, and its API server when `--api-port` is given.
+fn make_front(cli: SnooperCli) -> proxy::MakeFront {
+    Box::new(move |config, recorder| {
+        let front = SnooperFront::start(config, recorder, cli.api.on_proxy_port, cli.log.clone());
+        if let Some(addr) = cli.api.listen {
+            let (front, users) = (front.clone(), Arc::new(cli.api.auth.clone()));
+            tokio::spawn(async move {
+                let listener = match tokio::net::TcpListener::bind(addr).await {
+                    Ok(listener) => listener,
+                    Err(e) => {
+                        tracing::error!(%addr, error = %e, "API server cannot listen");
+                        return;
+                    }
+                };
+                tracing::info!("API server listening on: {addr}");
+                let forever = std::future::pending::<()>();
+                if let Err(e) = sszgate_snooper::serve_api(listener, front, users, forever).await {
+                    tracing::error!(error = %e, "API server error");
+                }
+            });
+        }
+        front
+    })
+}

@@ -1,0 +1,280 @@
+//! sszgate as rpc-snooper: started under the names and with the exact argv of the Kurtosis
+//! launcher (`json_rpc_snoop -b=… -p=… http://EL`) plus `extra_args`, it relays a real geth
+//! driven to VALID blocks and logs rpc-snooper's lines; its management API answers the same
+//! requests with the same status codes and bodies as the real rpc-snooper run side by side.
+//!
+//! Needs geth (`scripts/install-geth.sh` or `SSZGATE_GETH`) and rpc-snooper
+//! (`../shared/tools/rpc-snooper/build.sh`, found in `SSZGATE_RPC_SNOOPER` or
+//! `~/.cache/rpc-snooper-6452c11/bin`). Locally a missing one skips loudly; under `CI=true` it
+//! is a failure.
+
+mod common;
+
+use std::{
+    net::TcpStream,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use sszgate_drive::{
+    DriveConfig, Driver, EngineTransport, EthRpc, Load, LoadShape,
+    devnet::{Devnet, DevnetConfig, ElKind, find_geth},
+};
+use sszgate_engine::Fork;
+use sszgate_gateway::JwtSecret;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn skip(what: &str, install: &str) {
+    assert!(!in_ci(), "{what} is missing under CI: {install}");
+    eprintln!("\n!!!!!!!! SKIPPED: snooper test: no {what} ({install}) !!!!!!!!\n");
+}
+
+/// rpc-snooper's `snooper` binary, when built.
+fn rpc_snooper() -> Option<PathBuf> {
+    let dir = std::env::var_os("SSZGATE_RPC_SNOOPER")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/rpc-snooper-6452c11"))
+        })?;
+    let bin = dir.join("bin/snooper");
+    bin.exists().then_some(bin)
+}
+
+/// The sszgate binary under `name` (a symlink in `dir`), as rpc-snooper's image has it.
+fn named(dir: &Path, name: &str) -> PathBuf {
+    let link = dir.join(name);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sszgate"), &link).unwrap();
+    link
+}
+
+/// Starts `program args` with its log to `log`; returns once `port` accepts connections.
+fn start(program: &Path, args: &[String], log: &Path, port: u16) -> Child {
+    let file = std::fs::File::create(log).unwrap();
+    let child = Command::new(program)
+        .args(args)
+        .current_dir(log.parent().unwrap())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{program:?} did not listen on {port}: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+fn argv(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kurtosis_argv_relays_geth_to_valid_blocks_and_logs_each_call() {
+    if find_geth(Path::new(".")).is_none() {
+        return skip("geth", "scripts/install-geth.sh, or SSZGATE_GETH");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = DevnetConfig {
+        dir: dir.path().to_path_buf(),
+        el: ElKind::Geth,
+        fork: Fork::Osaka,
+        max_blobs: 72,
+        proxy_binary: None,
+        lodestar: None,
+    };
+    let devnet = Devnet::up(&config).await.unwrap();
+    let state = devnet.state.clone();
+    let port = common::free_port();
+    let snoop = named(dir.path(), "json_rpc_snoop");
+    // The launcher's argv, then extra_args: an rpc-snooper flag and sszgate's own.
+    let line = format!(
+        "-b=127.0.0.1 -p={port} {} --no-color --store none --log-skip engine_exchangeCapabilities",
+        state.engine_url
+    );
+    let log = dir.path().join("snooper.log");
+    let child = start(&snoop, &argv(&line), &log, port);
+    let secret = JwtSecret::from_hex(&state.secret_hex().unwrap()).unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let engine = sszgate_drive::engine_client(&url, EngineTransport::Json, secret, None);
+    let eth = EthRpc::new(&state.eth_url);
+    let blobs = sszgate_fixtures::Fixtures::load(&sszgate_fixtures::testdata_dir())
+        .unwrap()
+        .blobs()
+        .unwrap();
+    let senders = sszgate_drive::Senders::dev();
+    let load = Load::new(&eth, Fork::Osaka, LoadShape::default(), blobs, senders)
+        .await
+        .unwrap();
+    let mut driver = Driver::start(engine, eth, Some(load), DriveConfig::default())
+        .await
+        .unwrap();
+    let mut numbers = Vec::new();
+    for _ in 0..3 {
+        let report = driver
+            .step()
+            .await
+            .expect("a VALID block through the snooper");
+        numbers.push(report.number);
+    }
+    assert_eq!(numbers[1], numbers[0] + 1);
+    assert_eq!(numbers[2], numbers[0] + 2);
+    common::terminate(child);
+    drop(devnet);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let responses = text
+        .lines()
+        .filter(|l| l.contains("level=info msg=\"RESPONSE #") && l.contains("status=200"))
+        .count();
+    assert!(
+        responses >= 9,
+        "three blocks make at least nine calls:\n{text}"
+    );
+    assert!(text.contains("method=engine_newPayloadV"), "{text}");
+    assert!(text.contains("\"status\": \"VALID\""), "{text}");
+    assert!(
+        !text.contains("method=engine_exchangeCapabilities"),
+        "--log-skip: {text}"
+    );
+    let call_lines = text.lines().filter(|l| l.contains("msg=\"RE"));
+    assert!(call_lines.clone().count() >= 18, "{text}");
+    assert!(
+        call_lines.clone().all(|l| !l.contains('\x1b')),
+        "--no-color: {text}"
+    );
+}
+
+/// One management request: method, path, basic-auth user:password (if any).
+type Step = (&'static str, &'static str, Option<&'static str>);
+
+/// The same requests on the proxy port, then on the API port (with `--api-auth`).
+const PROXY_PORT_STEPS: &[Step] = &[
+    ("GET", "/_snooper/status", None),
+    ("POST", "/_snooper/stop", None),
+    ("POST", "/", None),
+    ("GET", "/_snooper/status", None),
+    ("POST", "/_snooper/start", None),
+    ("POST", "/", None),
+    ("GET", "/_snooper/start", None),
+    ("POST", "/_snooper/status", None),
+    ("GET", "/_snooper/nothing", None),
+    ("GET", "/_snooper/block", None),
+    ("GET", "/_snooper/block?route=/blocked", None),
+    ("POST", "/blocked/x", None),
+    ("GET", "/_snooper/unblock?route=/blocked", None),
+    ("GET", "/_snooper/status", Some("alice:wrong")),
+];
+const API_PORT_STEPS: &[Step] = &[
+    ("GET", "/_snooper/status", None),
+    ("GET", "/_snooper/status", Some("alice:wrong")),
+    ("GET", "/_snooper/status", Some("bob:s3cret")),
+    ("GET", "/_snooper/status", Some("alice:s3cret")),
+    ("POST", "/_snooper/stop", Some("alice:s3cret")),
+    ("GET", "/_snooper/status", None),
+    ("POST", "/_snooper/start", Some("alice:s3cret")),
+    ("GET", "/elsewhere", Some("alice:s3cret")),
+    ("GET", "/elsewhere", None),
+];
+
+/// Runs `steps` against `addr`: each answer's status and body.
+fn run_steps(addr: &str, steps: &[Step]) -> Vec<(u16, String)> {
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"engine_exchangeCapabilities","params":[[]]}"#;
+    steps
+        .iter()
+        .map(|(method, path, user)| {
+            let auth = user.map(|u| format!("Basic {}", base64(u)));
+            let mut headers = vec![("content-type", "application/json")];
+            if let Some(auth) = &auth {
+                headers.push(("authorization", auth.as_str()));
+            }
+            let body = if *path == "/" { call.as_bytes() } else { b"" };
+            let (status, body) = common::request(addr, method, path, &headers, body);
+            (status, String::from_utf8_lossy(&body).into_owned())
+        })
+        .collect()
+}
+
+fn base64(text: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in text.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_management_api_answers_as_rpc_snooper_does() {
+    let Some(rpc_snooper) = rpc_snooper() else {
+        return skip(
+            "rpc-snooper",
+            "bash ../shared/tools/rpc-snooper/build.sh, or SSZGATE_RPC_SNOOPER",
+        );
+    };
+    let el = common::CountingEl::start(
+        "",
+        std::sync::Arc::new(br#"{"jsonrpc":"2.0","id":1,"result":[]}"#.to_vec()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let snooper = named(dir.path(), "snooper");
+    let mut answers = Vec::new();
+    for (program, extra, ours) in [(rpc_snooper, "", false), (snooper, " --store none", true)] {
+        let (port, api) = (common::free_port(), common::free_port());
+        let line = format!(
+            "--no-color -b=127.0.0.1 -p={port} --api-port={api} --api-bind=127.0.0.1 --api-auth alice:s3cret http://{}{extra}",
+            el.addr
+        );
+        let log = dir.path().join(format!("{port}.log"));
+        let child = start(&program, &argv(&line), &log, port);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", api)).is_err() {
+            assert!(Instant::now() < deadline, "no API port");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let proxy_port = run_steps(&format!("127.0.0.1:{port}"), PROXY_PORT_STEPS);
+        let api_port = run_steps(&format!("127.0.0.1:{api}"), API_PORT_STEPS);
+        match ours {
+            // sszgate drains and exits 0 on SIGTERM; rpc-snooper dies of it.
+            true => common::terminate(child),
+            false => {
+                let mut child = child;
+                child.kill().unwrap();
+                child.wait().unwrap();
+            }
+        }
+        answers.push((proxy_port, api_port));
+    }
+    let (theirs, ours) = (&answers[0], &answers[1]);
+    for (i, step) in PROXY_PORT_STEPS.iter().enumerate() {
+        assert_eq!(ours.0[i], theirs.0[i], "proxy port, {step:?}");
+    }
+    for (i, step) in API_PORT_STEPS.iter().enumerate() {
+        assert_eq!(ours.1[i], theirs.1[i], "API port, {step:?}");
+    }
+    // What the steps show, so that the comparison above compares something.
+    assert_eq!(ours.0[2].0, 503);
+    assert_eq!(ours.0[5].0, 200);
+    assert_eq!(ours.1[0].0, 401);
+    assert_eq!(ours.1[3].0, 200);
+}
