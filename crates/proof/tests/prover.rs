@@ -143,7 +143,7 @@ async fn the_range_proof_of_the_recording_verifies_to_the_nodes_logs_with_their_
         panic!("a LogsRangeProof, not {}", request.proof.selector())
     };
     assert_eq!(range.blocks.len(), 1);
-    // The block's every receipt (the recording's 172), for 8 logs of the filter's address.
+    // The block's every receipt (the recording's 57), for 8 logs of the filter's address.
     let receipts = &range.blocks[0].receipts;
     let node_receipts =
         common::read_text(&dir.join(case).join("eth_getBlockReceipts_0x14d7970.json"));

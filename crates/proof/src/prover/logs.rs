@@ -8,6 +8,7 @@
 //! ([`MAX_RANGE_RECEIPT_BYTES`]), checked as they arrive. Not here: colibri's `LogsProof`
 //! (`Prover::logs`).
 
+use alloy_primitives::Bloom;
 use serde_json::Value;
 use ssz_types::VariableList;
 use sszgate_light::block::AnyBlock;
@@ -48,7 +49,7 @@ impl Prover {
         let mut bytes = 0usize;
         for (block, tree) in &chain {
             let p = block.execution_payload();
-            let receipts = match filter.may_match(&alloy_primitives::Bloom::new(p.logs_bloom.0)) {
+            let receipts = match filter.may_match(&Bloom::new(p.logs_bloom.0)) {
                 true => Some(self.range_receipts(block, &mut bytes).await?),
                 false => None,
             };
@@ -130,8 +131,8 @@ impl Prover {
 }
 
 /// One block of a range proof from its body's tree: number, hash, parent hash and bloom, and
-/// with `receipts` (given when its bloom may match) all receipts and the transactions of
-/// those holding logs that match `filter`.
+/// when its bloom may match `filter`, all its `receipts` (needed then, ignored else) and the
+/// transactions of those holding matching logs.
 pub fn range_block(
     block: &AnyBlock,
     tree: &BodyTree,
@@ -141,7 +142,13 @@ pub fn range_block(
     let p = block.execution_payload();
     let mut leaves = vec![BLOCK_NUMBER, BLOCK_HASH, PARENT_HASH, LOGS_BLOOM];
     let (mut raw, mut txs) = (Vec::new(), Vec::new());
-    if let Some(receipts) = receipts {
+    if filter.may_match(&Bloom::new(p.logs_bloom.0)) {
+        let receipts = receipts.ok_or_else(|| {
+            upstream(format!(
+                "block {}: its bloom may match, its receipts are needed",
+                p.block_number
+            ))
+        })?;
         leaves.push(RECEIPTS_ROOT);
         for index in receipts.matching(filter) {
             leaves.push(transaction_gindex(index));
