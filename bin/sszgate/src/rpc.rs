@@ -99,6 +99,11 @@ pub(crate) struct RpcArgs {
     /// eth_blockNumber) may be; an older one is refused.
     #[arg(long, env = "SSZGATE_RPC_MAX_HEAD_AGE", value_name = "SLOTS", default_value_t = DEFAULT_MAX_HEAD_AGE)]
     max_head_age: u64,
+    /// With --prover: take eth_getLogs proofs in colibri's form, which cannot show that no
+    /// block of the range was left out (a warning at start). Off: only sszgate's complete
+    /// form is taken.
+    #[arg(long, env = "SSZGATE_RPC_ACCEPT_INCOMPLETE_LOGS")]
+    accept_incomplete_logs: bool,
     /// The chain's blob-parameter-only forks (EIP-7892), for a chain sszgate does not know:
     /// `TIME:TARGET:MAX:FRACTION,…` (activation Unix time, target and maximum blobs per block,
     /// base-fee update fraction), e.g. `0:48:72:5007716`. Its EVM revisions follow the beacon
@@ -446,6 +451,12 @@ async fn serve_remote(
         .with_participation(policy);
     trust.freshness = freshness(args);
     trust.forks = config.blob_schedule.clone();
+    trust.accept_incomplete_logs = args.accept_incomplete_logs;
+    if args.accept_incomplete_logs {
+        tracing::warn!(
+            "--accept-incomplete-logs: eth_getLogs answers in colibri's proof form are taken; a prover can leave out whole blocks of a range, or answer [] with no block"
+        );
+    }
     let client = ProofClient::new(
         prover,
         args.upstream_timeout,
@@ -629,6 +640,12 @@ mod tests {
         let set = freshness(&remote(&["--clock", "1746612311", "--max-head-age", "8"]));
         assert_eq!(set.clock, Clock::Fixed(1_746_612_311));
         assert_eq!(set.max_head_age, 8);
+    }
+
+    #[test]
+    fn incomplete_logs_are_refused_unless_the_flag_opts_in() {
+        assert!(!remote(&[]).accept_incomplete_logs);
+        assert!(remote(&["--accept-incomplete-logs"]).accept_incomplete_logs);
     }
 
     #[test]

@@ -9,10 +9,9 @@
 //! installed (skipped loudly otherwise; a failure under `CI=true`): their control row (400 of
 //! 512 seats) must be accepted with the forged answer, or the forgery is broken and the
 //! refusals prove nothing; the rows of 1, 100 and 300 seats must not be accepted. The
-//! lying-prover rows run on the same chain: every row refused or answered with geth's answer,
-//! except one known, documented limit ([`LOG_COMPLETENESS`]): a log left out by a prover that
-//! proves fewer blocks than the range asked may be accepted, and is then reported as a wrong
-//! answer under that limit, never as passed.
+//! lying-prover rows run on the same chain: every row refused or answered with geth's answer —
+//! a log left out by a prover that proves fewer blocks than the range asked, and a whole block
+//! taken out of the range proof, included (eth_getLogs proofs cover every block of the range).
 
 use std::{
     path::{Path, PathBuf},
@@ -23,12 +22,11 @@ use serde_json::Value;
 
 /// Every group of rows the campaign must hold.
 const GROUPS: [&str; 4] = ["forged head", "chain timing", "lying prover", "clients"];
-/// The one documented limit a wrong answer may fall under: the proof format cannot prove that
-/// no block of an eth_getLogs range was left out (`crates/proof/README.md`).
-const LOG_COMPLETENESS: &str = "eth_getLogs completeness across blocks is not provable in this format (crates/proof/README.md)";
-/// The row that may run into it.
-const LOG_LEFT_OUT: &str =
-    "eth_getLogs over two blocks with logs answered with one block's proof (a log left out)";
+/// The lying-prover rows about eth_getLogs completeness, each of which must be refused.
+const LOGS_LEFT_OUT: [&str; 2] = [
+    "eth_getLogs over two blocks with logs answered with one block's proof (a log left out)",
+    "eth_getLogs over a range answered with a whole block left out of the range proof",
+];
 /// Every client attack the campaign must run.
 const CLIENT_ATTACKS: [&str; 7] = [
     "slowloris: head",
@@ -116,10 +114,10 @@ fn the_rpc_campaign_accepts_no_wrong_answer_and_every_target_lives() {
             "no {attack} row:\n{stdout}"
         );
     }
-    let (limited, wrong): (Vec<&Value>, Vec<&Value>) = rows
+    let wrong: Vec<&Value> = rows
         .iter()
         .filter(|r| r["verdict"] == "accepted-wrong")
-        .partition(|r| under_the_known_limit(r));
+        .collect();
     assert!(wrong.is_empty(), "wrong answers accepted: {wrong:?}");
     for row in rows {
         match row["verdict"].as_str() {
@@ -142,43 +140,36 @@ fn the_rpc_campaign_accepts_no_wrong_answer_and_every_target_lives() {
                 assert!(peak.unwrap() <= before.unwrap() + (512 << 10), "RSS: {row}");
             }
             Some("refused" | "control" | "truth") => {}
-            Some("accepted-wrong") => assert!(under_the_known_limit(row), "{row}"),
             other => panic!("verdict {other:?}: {row}"),
         }
     }
     let failed: Vec<String> = rows
         .iter()
         .filter(|r| !r["failures"].as_array().is_none_or(|f| f.is_empty()))
-        .filter(|r| !under_the_known_limit(r))
         .map(|r| format!("{}: {}", r["attack"], r["failures"]))
         .collect();
     assert!(failed.is_empty(), "{}\n\n{stdout}", failed.join("\n"));
-    // A row under the known limit is a failure of the command too: it exits 1 then.
-    assert_eq!(output.status.success(), limited.is_empty(), "{stdout}");
+    assert!(output.status.success(), "{stdout}");
 }
 
-/// Whether a row is the log-left-out row reporting the documented completeness limit.
-fn under_the_known_limit(row: &Value) -> bool {
-    row["attack"] == LOG_LEFT_OUT && row["limit"] == LOG_COMPLETENESS
-}
-
-/// The lying-prover rows ran: each refused or answered with geth's answer (or the log-left-out
-/// row under its documented limit), the verifier alive and answering afterwards.
+/// The lying-prover rows ran: each refused or answered with geth's answer (the eth_getLogs
+/// completeness rows refused, with the check `completeness`), the verifier alive and
+/// answering afterwards.
 fn check_lying_prover(rows: &[Value], stdout: &str) {
     let lying: Vec<&Value> = rows
         .iter()
         .filter(|r| r["group"] == "lying prover")
         .collect();
-    assert_eq!(lying.len(), 4, "the four lying-prover rows:\n{stdout}");
+    assert_eq!(lying.len(), 5, "the five lying-prover rows:\n{stdout}");
     for row in lying {
         let verdict = row["verdict"].as_str().unwrap_or("");
-        assert!(
-            matches!(verdict, "refused" | "truth") || under_the_known_limit(row),
-            "{row}\n{stdout}"
-        );
+        assert!(matches!(verdict, "refused" | "truth"), "{row}\n{stdout}");
+        if LOGS_LEFT_OUT.contains(&row["attack"].as_str().unwrap_or("")) {
+            assert_eq!(verdict, "refused", "{row}\n{stdout}");
+            assert_eq!(row["check"], "completeness", "{row}\n{stdout}");
+        }
         assert_eq!(row["alive"], true, "died: {row}");
-        let failures = row["failures"].as_array().map_or(0, Vec::len);
-        assert!(failures == 0 || under_the_known_limit(row), "{row}");
+        assert_eq!(row["failures"].as_array().map_or(0, Vec::len), 0, "{row}");
     }
 }
 

@@ -38,6 +38,9 @@ pub enum Check {
     Code,
     /// The proven block is what the request's block tag names (`latest`: fresh by the clock).
     Tag,
+    /// An eth_getLogs proof covers every block of the range: consecutive numbers, linked by
+    /// parent hashes, from the range's first block to its last (or cannot show it).
+    Completeness,
 }
 
 impl Check {
@@ -60,6 +63,7 @@ impl Check {
             Check::Request => "request",
             Check::Code => "code",
             Check::Tag => "tag",
+            Check::Completeness => "completeness",
         }
     }
 }

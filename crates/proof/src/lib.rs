@@ -7,7 +7,8 @@
 //! a signature), `multiproof` (SSZ multiproofs), `params` (request
 //! parameters), `tags` (what a block tag may mean: the clock, `latest`'s freshness,
 //! `finalized`), `render` (JSON), and one module per method family: `blocks`, `txs`,
-//! `receipts`, `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
+//! `receipts` (colibri's `LogsProof` too), `logs` (sszgate's `LogsRangeProof`, with `filter`),
+//! `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
 //! execution RPC and a Beacon API, and serves them (`prover::endpoint`);
 //! `remote` verifies a prover's proofs as `sszgate rpc --prover` does. `prover` and `remote`
 //! are the `net` feature (on by default); without it the crate is the verification core the
@@ -21,7 +22,9 @@ pub mod accounts;
 pub mod blocks;
 pub mod call;
 pub mod error;
+pub mod filter;
 pub mod header;
+pub mod logs;
 pub mod multiproof;
 pub mod params;
 #[cfg(feature = "net")]

@@ -12,10 +12,14 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Check, ProofError, ensure, fail};
 
+/// `executionPayload.parentHash` in the body.
+pub const PARENT_HASH: u64 = 800;
 /// `executionPayload.stateRoot` in the body.
 pub const STATE_ROOT: u64 = 802;
 /// `executionPayload.receiptsRoot`.
 pub const RECEIPTS_ROOT: u64 = 803;
+/// `executionPayload.logsBloom`.
+pub const LOGS_BLOOM: u64 = 804;
 /// `executionPayload.blockNumber`.
 pub const BLOCK_NUMBER: u64 = 806;
 /// `executionPayload.timestamp`.

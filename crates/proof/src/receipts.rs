@@ -7,6 +7,9 @@
 //! and every log of a proven receipt that matches the filter must be returned. Fields this
 //! proof format cannot bind are not returned ([`UNBOUND_RECEIPT_FIELDS`],
 //! [`UNBOUND_LOG_FIELDS`]): colibri returns the prover's values unchecked.
+//!
+//! A `LogsProof` cannot show that no block of the range was left out; `verify` takes it only
+//! with `TrustedState::accept_incomplete_logs`. sszgate's own `LogsRangeProof` (`logs`) can.
 
 use std::collections::BTreeMap;
 
@@ -16,9 +19,10 @@ use alloy_primitives::{B256, keccak256};
 use serde_json::{Value, json};
 
 use crate::error::{Check, ProofError, ensure, fail};
+use crate::filter::{Blocks, Filter};
 use crate::header::verify_header;
 use crate::multiproof::{self, BLOCK_HASH, BLOCK_NUMBER, RECEIPTS_ROOT, u64_leaf};
-use crate::params::{self, BlockArg};
+use crate::params;
 use crate::patricia;
 use crate::render::{bytes, qty};
 use crate::tags::{ProvenBlock, check_from, check_to};
@@ -32,7 +36,8 @@ use crate::types::{BigBytes, EthReceiptData, Log, LogsBlock, LogsTx, ReceiptProo
 /// returned for the first transaction of a block (it equals `cumulativeGasUsed`) and
 /// `effectiveGasPrice` for transactions whose gas price is fixed (legacy, EIP-2930).
 pub const UNBOUND_RECEIPT_FIELDS: [&str; 3] = ["gasUsed", "effectiveGasPrice", "blobGasPrice"];
-/// Log fields no proof of this format binds (the position among all logs of the block).
+/// Log fields a `ReceiptProof` or `LogsProof` does not bind (the position among all logs of
+/// the block; a `LogsRangeProof` binds it).
 pub const UNBOUND_LOG_FIELDS: [&str; 1] = ["logIndex"];
 
 /// The key of receipt `index` in the receipts trie: `rlp(index)`.
@@ -81,11 +86,16 @@ fn check_log(
     })
 }
 
-fn render_log(log: &Log) -> Value {
-    json!({"blockHash": bytes(log.block_hash), "blockNumber": qty(log.block_number),
+/// A log as nodes render it; `logIndex` only where the proof binds it (`with_index`).
+pub(crate) fn render_log(log: &Log, with_index: bool) -> Value {
+    let mut out = json!({"blockHash": bytes(log.block_hash), "blockNumber": qty(log.block_number),
            "transactionHash": bytes(log.transaction_hash), "transactionIndex": qty(log.transaction_index),
            "address": bytes(log.address), "removed": log.removed,
-           "topics": log.topics.iter().map(bytes).collect::<Vec<_>>(), "data": bytes(&log.data[..])})
+           "topics": log.topics.iter().map(bytes).collect::<Vec<_>>(), "data": bytes(&log.data[..])});
+    if with_index && let Some(o) = out.as_object_mut() {
+        o.insert("logIndex".into(), qty(log.log_index));
+    }
+    out
 }
 
 /// The prover's receipt against the proven receipt and transaction (§9.4, all of it).
@@ -158,7 +168,7 @@ fn render_receipt(d: &EthReceiptData, tx: &Tx) -> Value {
         "transactionHash": bytes(d.transaction_hash), "transactionIndex": qty(d.transaction_index),
         "type": qty(d.tx_type), "from": bytes(d.from),
         "to": if d.to.is_empty() { Value::Null } else { bytes(&d.to[..]) },
-        "cumulativeGasUsed": qty(d.cumulative_gas_used), "logs": d.logs.iter().map(render_log).collect::<Vec<_>>(),
+        "cumulativeGasUsed": qty(d.cumulative_gas_used), "logs": d.logs.iter().map(|l| render_log(l, false)).collect::<Vec<_>>(),
         "logsBloom": bytes(d.logs_bloom), "status": qty(d.status),
     });
     let o = out.as_object_mut().expect("an object");
@@ -225,142 +235,34 @@ pub fn verify_receipt(
     Ok(render_receipt(d, &tx))
 }
 
-/// Which blocks an eth_getLogs filter names: one by hash, or a range (each bound a number or
-/// a tag; absent bounds are `latest`, as nodes read them).
-enum Blocks {
-    Hash(B256),
-    Range { from: BlockArg, to: BlockArg },
-}
-
-/// An eth_getLogs filter: every part of it is checked, a part it cannot check is refused.
-struct Filter {
-    addresses: Vec<alloy_primitives::Address>,
-    topics: Vec<Option<Vec<B256>>>,
-    blocks: Blocks,
-}
-
-/// The filter keys nodes accept; any other key is refused rather than ignored.
-const FILTER_KEYS: [&str; 5] = ["address", "topics", "fromBlock", "toBlock", "blockHash"];
-
-/// Topic positions a filter may constrain (LOG0 to LOG4).
-const MAX_TOPICS: usize = 4;
-
-fn filter_error(detail: String) -> ProofError {
-    ProofError::Params(format!("filter: {detail}"))
-}
-
-/// A string, or a list of strings, each parsed by `parse`; `None` when absent or null.
-fn one_or_many<T: std::str::FromStr>(
-    v: Option<&Value>,
-    what: &str,
-) -> Result<Option<Vec<T>>, ProofError> {
-    let one = |x: &Value| {
-        x.as_str()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| filter_error(format!("bad {what} {x}")))
+/// Checks that a proven block of a `LogsProof` is one the filter names.
+fn check_block(
+    filter: &Filter,
+    trust: &TrustedState,
+    b: &LogsBlock,
+    bi: usize,
+) -> Result<(), ProofError> {
+    let at = ProvenBlock {
+        slot: b.header.slot,
+        number: Some(b.block_number),
     };
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(a)) => a.iter().map(one).collect::<Result<_, _>>().map(Some),
-        Some(x) => one(x).map(|t| Some(vec![t])),
-    }
-}
-
-impl Filter {
-    fn parse(params: &Value) -> Result<Filter, ProofError> {
-        let f = params::param(params, 0)?
-            .as_object()
-            .ok_or_else(|| filter_error("not an object".into()))?;
-        if let Some(k) = f.keys().find(|k| !FILTER_KEYS.contains(&k.as_str())) {
-            return Err(filter_error(format!("{k} is not a filter field")));
-        }
-        let addresses = one_or_many(f.get("address"), "address")?.unwrap_or_default();
-        let topics = match f.get("topics") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) if a.len() <= MAX_TOPICS => a
-                .iter()
-                .map(|t| one_or_many(Some(t), "topic"))
-                .collect::<Result<_, _>>()?,
-            Some(_) => {
-                return Err(filter_error(format!(
-                    "topics: a list of at most {MAX_TOPICS} positions expected"
-                )));
-            }
-        };
-        Ok(Filter {
-            addresses,
-            topics,
-            blocks: Self::blocks(f)?,
-        })
-    }
-
-    fn blocks(f: &serde_json::Map<String, Value>) -> Result<Blocks, ProofError> {
-        let field = |k: &str| f.get(k).filter(|v| !v.is_null());
-        let bound = |k: &str| match field(k) {
-            None => Ok(BlockArg::Tag("latest".into())),
-            Some(v) => match params::block_arg(v) {
-                Some(b @ (BlockArg::Number(_) | BlockArg::Tag(_))) => Ok(b),
-                _ => Err(filter_error(format!("{k}: not a block number or tag"))),
-            },
-        };
-        match field("blockHash") {
-            Some(_) if field("fromBlock").is_some() || field("toBlock").is_some() => Err(
-                filter_error("blockHash together with fromBlock or toBlock".into()),
-            ),
-            Some(h) => h
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .map(Blocks::Hash)
-                .ok_or_else(|| filter_error("blockHash: not a 32-byte hash".into())),
-            None => match (bound("fromBlock")?, bound("toBlock")?) {
-                (BlockArg::Number(a), BlockArg::Number(b)) if a > b => {
-                    Err(filter_error(format!("fromBlock {a} is after toBlock {b}")))
-                }
-                (from, to) => Ok(Blocks::Range { from, to }),
-            },
-        }
-    }
-
-    /// Whether a log's address and topics match.
-    fn matches(&self, address: &alloy_primitives::Address, topics: &[B256]) -> bool {
-        (self.addresses.is_empty() || self.addresses.contains(address))
-            && self.topics.iter().enumerate().all(|(i, t)| match t {
-                None => true,
-                Some(any) => topics
-                    .get(i)
-                    .is_some_and(|x| any.is_empty() || any.contains(x)),
-            })
-    }
-
-    /// Checks that a proven block is one the filter names.
-    fn check_block(
-        &self,
-        trust: &TrustedState,
-        b: &LogsBlock,
-        bi: usize,
-    ) -> Result<(), ProofError> {
-        let at = ProvenBlock {
-            slot: b.header.slot,
-            number: Some(b.block_number),
-        };
-        let outside = |e: ProofError| match e {
-            ProofError::Check { check, detail } => ProofError::Check {
-                check,
-                detail: format!("LogsProof[{bi}] (block {}): {detail}", b.block_number),
-            },
-            other => other,
-        };
-        match &self.blocks {
-            Blocks::Hash(h) => ensure(*h == b.block_hash, Check::Request, || {
-                format!(
-                    "LogsProof[{bi}]: block {} ({}) is not the blockHash {h} asked for",
-                    b.block_number, b.block_hash
-                )
-            }),
-            Blocks::Range { from, to } => check_from(trust, from, at)
-                .and_then(|()| check_to(trust, to, at))
-                .map_err(outside),
-        }
+    let outside = |e: ProofError| match e {
+        ProofError::Check { check, detail } => ProofError::Check {
+            check,
+            detail: format!("LogsProof[{bi}] (block {}): {detail}", b.block_number),
+        },
+        other => other,
+    };
+    match &filter.blocks {
+        Blocks::Hash(h) => ensure(*h == b.block_hash, Check::Request, || {
+            format!(
+                "LogsProof[{bi}]: block {} ({}) is not the blockHash {h} asked for",
+                b.block_number, b.block_hash
+            )
+        }),
+        Blocks::Range { from, to } => check_from(trust, from, at)
+            .and_then(|()| check_to(trust, to, at))
+            .map_err(outside),
     }
 }
 
@@ -423,7 +325,7 @@ pub fn verify_logs(
     let filter = Filter::parse(params)?;
     let mut proven = BTreeMap::new();
     for (bi, b) in blocks.iter().enumerate() {
-        filter.check_block(trust, b, bi)?;
+        check_block(&filter, trust, b, bi)?;
         let receipts = verify_logs_block(trust, b, bi)?;
         ensure(
             proven
@@ -445,7 +347,9 @@ pub fn verify_logs(
         )?;
     }
     check_complete(&proven, &used, &filter)?;
-    Ok(Value::Array(logs.iter().map(render_log).collect()))
+    Ok(Value::Array(
+        logs.iter().map(|l| render_log(l, false)).collect(),
+    ))
 }
 
 /// Proven receipts: by block number, the block hash and the receipts by transaction index.

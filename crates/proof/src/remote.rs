@@ -19,8 +19,9 @@ use crate::prover::endpoint::ProofRequest;
 use crate::trust::TrustedState;
 use crate::verify::METHODS;
 
-/// The largest proof read (a 215-transaction block's is ~90 kB; sync data adds ~25 kB a period).
-const MAX_PROOF: usize = 16 << 20;
+/// The largest proof read (a 215-transaction block's is ~90 kB; sync data adds ~25 kB a period;
+/// an eth_getLogs range proof up to the prover's 24 MiB of receipts).
+const MAX_PROOF: usize = 32 << 20;
 
 /// Methods answered: eth_chainId from configuration, and the proof verifier's.
 static ANSWERED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {

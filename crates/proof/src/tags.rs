@@ -6,7 +6,9 @@
 //! clock and not ahead of it (beyond [`CLOCK_DISPARITY_SLOTS`]); `safe` and `finalized` a
 //! header at or before a finalized header the verifier took from verified sync data (a
 //! bootstrap's checkpoint or a finality update); `earliest` and `pending` are refused. Range
-//! bounds of eth_getLogs follow the same rules ([`check_from`], [`check_to`]).
+//! bounds of eth_getLogs follow the same rules: every proven block within them for colibri's
+//! `LogsProof` ([`check_from`], [`check_to`]); the first and last block of a `LogsRangeProof`
+//! exactly the bounds ([`check_range_start`], [`check_range_end`]).
 //!
 //! What does not live here: parsing the tags (`params`), the signatures (`header`, `trust`).
 
@@ -226,6 +228,59 @@ pub fn check_to(trust: &TrustedState, to: &BlockArg, block: ProvenBlock) -> Resu
     }
 }
 
+/// A bound of an eth_getLogs range that must be exactly the proven block `number`.
+fn exact_bound(bound: &str, asked: u64, number: Option<u64>) -> Result<(), ProofError> {
+    match number {
+        Some(n) if n == asked => Ok(()),
+        n => fail(
+            Check::Completeness,
+            format!(
+                "the proven range's {bound} block is {n:?}, {bound}Block {asked} was asked for"
+            ),
+        ),
+    }
+}
+
+/// The first block of a proven eth_getLogs range (a `LogsRangeProof`) against `fromBlock`:
+/// a number or `earliest` (block 0) must be it exactly, so no block before it is left out;
+/// `latest` must be fresh and the range that one block (`single`); `safe`, `finalized` and
+/// `pending` cannot be shown.
+pub fn check_range_start(
+    trust: &TrustedState,
+    from: &BlockArg,
+    first: ProvenBlock,
+    single: bool,
+) -> Result<(), ProofError> {
+    match from {
+        BlockArg::Number(n) => exact_bound("from", *n, first.number),
+        BlockArg::Tag(t) if t == "earliest" => exact_bound("from", 0, first.number),
+        BlockArg::Tag(t) if t == "latest" && !single => fail(
+            Check::Completeness,
+            "fromBlock \"latest\": the range must be the one latest block".to_string(),
+        ),
+        BlockArg::Tag(t) if t == "latest" => check_latest(trust, first.slot),
+        _ => check_from(trust, from, first),
+    }
+}
+
+/// The last block of a proven eth_getLogs range against `toBlock`: a number or `earliest`
+/// must be it exactly; `latest` must be fresh by the clock ([`Freshness::max_head_age`]: a
+/// range may end at most that many slots before the clock's, never earlier); `safe` and
+/// `finalized` at or before the finalized header held (a range to `finalized` is final, not
+/// necessarily up to the newest finalized block); `pending` cannot be shown.
+pub fn check_range_end(
+    trust: &TrustedState,
+    to: &BlockArg,
+    last: ProvenBlock,
+) -> Result<(), ProofError> {
+    match to {
+        BlockArg::Number(n) => exact_bound("to", *n, last.number),
+        BlockArg::Tag(t) if t == "earliest" => exact_bound("to", 0, last.number),
+        BlockArg::Tag(t) if t == "latest" => check_latest(trust, last.slot),
+        _ => check_to(trust, to, last),
+    }
+}
+
 /// The clock a recorded proof is replayed at: the start of the slot after the newest data
 /// header it names (when it was fresh); `None` for a proof that names no header.
 pub fn replay_clock(spec: &sszgate_light::ChainSpec, proof: &ProofUnion) -> Option<Clock> {
@@ -237,6 +292,7 @@ pub fn replay_clock(spec: &sszgate_light::ChainSpec, proof: &ProofUnion) -> Opti
         ProofUnion::Block(p) => p.header.slot,
         ProofUnion::BlockNumber(p) => p.header.slot,
         ProofUnion::Logs(blocks) => blocks.iter().map(|b| b.header.slot).max()?,
+        ProofUnion::LogsRange(p) => p.blocks.last()?.header.slot,
         ProofUnion::None | ProofUnion::Sync(_) | ProofUnion::Witness(_) => return None,
     };
     let seconds = slot.checked_add(1)?.checked_mul(spec.seconds_per_slot)?;

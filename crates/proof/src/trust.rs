@@ -66,6 +66,9 @@ pub struct TrustedState {
     finalized: Option<Finalized>,
     /// Which aggregates may sign a proof's headers and sync data (2/3 by default).
     policy: ParticipationPolicy,
+    /// Take eth_getLogs in colibri's `LogsProof` form, which cannot show that no block of
+    /// the range was left out (`--accept-incomplete-logs`); off by default.
+    pub accept_incomplete_logs: bool,
 }
 
 /// What a verifier tells a prover it has (the `c4` field, spec §8.3 and §13): nothing, the
@@ -172,6 +175,7 @@ impl TrustedState {
             freshness: Freshness::default(),
             finalized: None,
             policy: ParticipationPolicy::default(),
+            accept_incomplete_logs: false,
         }
     }
 

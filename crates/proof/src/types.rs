@@ -6,6 +6,9 @@
 //! option is exactly one), `ExecutionPayload`, the light-client bootstrap and update
 //! containers. Not here: any check of what the values say (`verify` and its modules).
 //!
+//! sszgate's own option: `ProofUnion` selector 64, `LogsRangeProof` (eth_getLogs that shows
+//! no log of the range was left out; colibri 1.1.19's `LogsProof` cannot).
+//!
 //! Options decoded as "no option" on purpose (documented differences from colibri):
 //! data selectors 4, 7, 8, 9 (values a verifier builds, never a prover: accepting them is the
 //! root of colibri's "injected block data" bug), the Gnosis execution payload (not a mainnet
@@ -13,7 +16,7 @@
 
 use alloy_primitives::{Address, B256, FixedBytes, U256};
 use ssz_types::typenum::{
-    U8, U20, U64, U128, U256 as N256, U512, U1024, U4096, U4194304, U1073741824,
+    U8, U20, U64, U128, U256 as N256, U512, U1024, U4096, U1048576, U4194304, U1073741824,
 };
 use ssz_types::{BitVector, FixedVector, VariableList};
 use sszgate_light::block::ExecutionPayload;
@@ -86,6 +89,10 @@ union! {
         BlockNumber(Box<BlockNumberProof>) = 8,
         /// A signed block-hash witness (decoded, not verified here).
         Witness(Box<WitnessProof>) = 9,
+        /// eth_getLogs with completeness: sszgate's own option (not colibri's; see
+        /// `crates/proof/README.md`), a selector far from colibri's to stay clear of its later
+        /// options.
+        LogsRange(Box<LogsRangeProof>) = 64,
     }
 }
 
@@ -292,6 +299,53 @@ container! {
         pub header_proof: HeaderProofUnion,
         /// The transactions that emitted logs.
         pub txs: VariableList<LogsTx, N256>,
+    }
+}
+
+container! {
+    /// `LogsRangeTx` (sszgate's own): a transaction whose receipt holds a matching log, which
+    /// binds the logs' `transactionHash`.
+    pub struct LogsRangeTx {
+        /// The raw EIP-2718 transaction.
+        pub transaction: BigBytes,
+        /// Its index in the block.
+        pub transaction_index: u32,
+    }
+}
+
+container! {
+    /// `LogsRangeBlock` (sszgate's own): one execution block of an eth_getLogs range, with
+    /// every receipt when its bloom may match the filter.
+    pub struct LogsRangeBlock {
+        /// Execution block number.
+        pub block_number: u64,
+        /// Execution block hash.
+        pub block_hash: B256,
+        /// The parent's execution block hash.
+        pub parent_hash: B256,
+        /// The block's logs bloom.
+        pub logs_bloom: FixedBytes<256>,
+        /// Every receipt of the block, raw EIP-2718, in order, when the bloom may match the
+        /// filter (their trie's root is proven as receiptsRoot); else empty.
+        pub receipts: VariableList<BigBytes, U1048576>,
+        /// The transactions of the receipts that hold matching logs, by ascending index.
+        pub txs: VariableList<LogsRangeTx, U1048576>,
+        /// Multiproof of number, hash, parent hash, bloom (and receiptsRoot and the
+        /// transactions, when shipped) to `header.body_root`.
+        pub proof: Nodes<U1024>,
+        /// The block's beacon header.
+        pub header: BeaconBlockHeader,
+    }
+}
+
+container! {
+    /// `LogsRangeProof` (sszgate's own, union selector 64): every block of an eth_getLogs
+    /// range, oldest first, linked by parent roots; the newest tied to a signature.
+    pub struct LogsRangeProof {
+        /// The blocks, oldest first (at most 64).
+        pub blocks: VariableList<LogsRangeBlock, U64>,
+        /// The newest block's header tied to a signature.
+        pub header_proof: HeaderProofUnion,
     }
 }
 

@@ -4,6 +4,9 @@
 //! Differences from colibri: the version must be `00 00 01 xx` (colibri checks byte 0 only,
 //! §15 item 3); data a verifier builds itself is never taken from the prover (§15 item 1: such
 //! data does not even decode, see `types`), and data the method does not use must be `None`.
+//! eth_getLogs: sszgate's `LogsRangeProof` (complete); colibri's `LogsProof` only with
+//! `TrustedState::accept_incomplete_logs`, as it cannot show that no block was left out.
+//!
 //! What does not live here: the checks (the method modules).
 
 use serde_json::Value;
@@ -13,7 +16,7 @@ use crate::error::{Check, ProofError, ensure, fail};
 use crate::ssz::describe;
 use crate::trust::TrustedState;
 use crate::types::{C4Request, DataUnion, ProofUnion, SyncDataUnion};
-use crate::{accounts, blocks, call, receipts, txs};
+use crate::{accounts, blocks, call, logs, receipts, txs};
 
 /// The methods this verifier answers.
 pub const METHODS: [&str; 14] = [
@@ -62,6 +65,7 @@ fn proof_name(p: &ProofUnion) -> &'static str {
         ProofUnion::Block(_) => "BlockProof",
         ProofUnion::BlockNumber(_) => "BlockNumberProof",
         ProofUnion::Witness(_) => "WitnessProof",
+        ProofUnion::LogsRange(_) => "LogsRangeProof",
     }
 }
 
@@ -115,6 +119,17 @@ pub fn verify_request(
             };
             receipts::verify_receipt(trust, p, d, params)
         }
+        (ProofUnion::LogsRange(p), "eth_getLogs") => {
+            ensure(matches!(data, DataUnion::None), Check::ProofKind, || {
+                "a LogsRangeProof carries no logs: the verifier computes them".into()
+            })?;
+            logs::verify_logs_range(trust, p, params)
+        }
+        (ProofUnion::Logs(_), "eth_getLogs") if !trust.accept_incomplete_logs => fail(
+            Check::Completeness,
+            "a LogsProof (colibri's form) cannot show that no block of the range was left out; \
+             refused unless incomplete logs are accepted (--accept-incomplete-logs)",
+        ),
         (ProofUnion::Logs(p), "eth_getLogs") => {
             let logs = match data {
                 DataUnion::Logs(l) => &l[..],

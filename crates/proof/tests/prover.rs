@@ -11,9 +11,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{PROVEN, colibri, colibri_verifies, expected, proof_bytes, recordings, verify_vector};
+use common::{
+    PROVEN, colibri, colibri_verifies, expected, proof_bytes, recordings, trust_for, verify_vector,
+};
+use serde_json::Value;
 use sszgate_fixtures::replay::Replay;
 use sszgate_proof::prover::Prover;
+use sszgate_proof::types::ProofUnion;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proofs_from_the_recordings_equal_colibris_vectors() {
@@ -25,6 +29,8 @@ async fn proofs_from_the_recordings_equal_colibris_vectors() {
         let mut prover =
             Prover::new(&replay.url(), &replay.url(), Duration::from_secs(10)).unwrap();
         prover.include_code = e["prover_flags"]["include_code"] == true;
+        // colibri's vectors hold its `LogsProof`; sszgate's own form is tested below.
+        prover.colibri_logs = true;
         let ours = prover
             .prove(e["method"].as_str().unwrap(), &e["params"])
             .await
@@ -55,6 +61,8 @@ async fn colibris_verifier_accepts_sszgates_proofs() {
         let mut prover =
             Prover::new(&replay.url(), &replay.url(), Duration::from_secs(10)).unwrap();
         prover.include_code = e["prover_flags"]["include_code"] == true;
+        // colibri 1.1.19 knows no `LogsRangeProof`: it is given its own form.
+        prover.colibri_logs = true;
         let proof = prover
             .prove(e["method"].as_str().unwrap(), &e["params"])
             .await
@@ -101,5 +109,66 @@ fn a_truncated_storage_proof_colibri_accepts_is_refused() {
         ours.check(),
         Some(sszgate_proof::Check::StorageProof),
         "{ours}"
+    );
+}
+
+/// The node's own eth_getLogs answer in the eth_getLogs1 recording.
+fn recorded_logs(dir: &std::path::Path) -> Value {
+    let file = std::fs::read_dir(dir.join("eth_getLogs1"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("eth_getLogs_")
+        })
+        .unwrap();
+    serde_json::from_str::<Value>(&common::read_text(&file)).unwrap()["result"].clone()
+}
+
+/// sszgate's own eth_getLogs proof from the recording: a `LogsRangeProof` with every receipt
+/// of the block, taken by a verifier that refuses colibri's form, verified to the node's very
+/// answer — `logIndex` included, which colibri's form cannot bind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_range_proof_of_the_recording_verifies_to_the_nodes_logs_with_their_index() {
+    let Some(dir) = recordings() else { return };
+    let case = "eth_getLogs1";
+    let e = expected(case);
+    let replay = Replay::start(&dir.join(case)).await.unwrap();
+    let prover = Prover::new(&replay.url(), &replay.url(), Duration::from_secs(10)).unwrap();
+    let proof = prover.prove("eth_getLogs", &e["params"]).await.unwrap();
+    let request = sszgate_proof::decode(&proof).unwrap();
+    let ProofUnion::LogsRange(range) = &request.proof else {
+        panic!("a LogsRangeProof, not {}", request.proof.selector())
+    };
+    assert_eq!(range.blocks.len(), 1);
+    // The block's every receipt (the recording's 57), for 8 logs of the filter's address.
+    let receipts = &range.blocks[0].receipts;
+    let node_receipts =
+        common::read_text(&dir.join(case).join("eth_getBlockReceipts_0x14d7970.json"));
+    let node_receipts: Value = serde_json::from_str(&node_receipts).unwrap();
+    assert_eq!(
+        receipts.len(),
+        node_receipts["result"].as_array().unwrap().len()
+    );
+    let mut trust = trust_for(case);
+    trust.accept_incomplete_logs = false;
+    let ours = sszgate_proof::verify(&proof, "eth_getLogs", &e["params"], &mut trust).unwrap();
+    let node = recorded_logs(&dir);
+    assert_eq!(node.as_array().unwrap().len(), 8);
+    assert_eq!(ours, node, "every field, logIndex included");
+    // colibri's own vector, the same logs without their index, is refused by that verifier.
+    let colibri =
+        sszgate_proof::verify(&proof_bytes(case), "eth_getLogs", &e["params"], &mut trust)
+            .unwrap_err();
+    assert_eq!(
+        colibri.check(),
+        Some(sszgate_proof::Check::Completeness),
+        "{colibri}"
+    );
+    assert!(
+        colibri.to_string().contains("--accept-incomplete-logs"),
+        "{colibri}"
     );
 }

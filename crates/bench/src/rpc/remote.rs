@@ -279,7 +279,8 @@ pub(super) fn same_as_colibri(proof: &[u8], file: &Path) -> Result<bool, String>
 
 /// colibri's verified result without what sszgate's proof verifier leaves out because no
 /// proof binds it (`sszgate_proof::receipts`): a receipt's gas used and effective gas price,
-/// a log's index.
+/// its logs' index. eth_getLogs's logs keep theirs: sszgate's range proof binds it (and the
+/// proof then differs from colibri's, whose verifier does not read that form).
 pub(super) fn bound_fields(method: &str, mut result: Value) -> Value {
     let strip = |v: &mut Value, fields: &[&str]| {
         if let Some(o) = v.as_object_mut() {
@@ -293,7 +294,6 @@ pub(super) fn bound_fields(method: &str, mut result: Value) -> Value {
             strip(&mut result, &UNBOUND_RECEIPT_FIELDS);
             result.get_mut("logs")
         }
-        "eth_getLogs" => Some(&mut result),
         _ => None,
     };
     if let Some(Value::Array(logs)) = logs {

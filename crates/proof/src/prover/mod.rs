@@ -4,7 +4,8 @@
 //!
 //! Methods: eth_blockNumber, eth_getBlockByNumber/ByHash, eth_getTransactionByHash and
 //! ByBlockHashAndIndex/ByBlockNumberAndIndex,
-//! eth_getTransactionReceipt, eth_getLogs, eth_call, and the account methods eth_getBalance,
+//! eth_getTransactionReceipt, eth_getLogs (sszgate's `LogsRangeProof`, `logs`; colibri's
+//! `LogsProof` with [`Prover::colibri_logs`]), eth_call, and the account methods eth_getBalance,
 //! eth_getTransactionCount, eth_getStorageAt, eth_getCode, eth_getProof (block argument a tag,
 //! a number or a hash). The signature is always the data block's child's sync aggregate
 //! (`signature_proof`); a child with an empty aggregate is refused rather than bridged with a
@@ -13,6 +14,7 @@
 
 mod bounds;
 pub mod endpoint;
+pub mod logs;
 pub mod receipts;
 mod sync;
 pub mod tree;
@@ -79,6 +81,10 @@ pub struct Prover {
     spec: ChainSpec,
     /// eth_call: ship the code of every account the call runs (colibri's `include_code`).
     pub include_code: bool,
+    /// eth_getLogs in colibri 1.1.19's `LogsProof` (for colibri's verifiers and vectors),
+    /// which cannot show that no block of the range was left out; by default sszgate's
+    /// `LogsRangeProof`, which can.
+    pub colibri_logs: bool,
 }
 
 /// A data block with the block whose sync aggregate signs it.
@@ -99,6 +105,7 @@ impl Prover {
             beacon: HttpBeaconApi::new(beacon, timeout).map_err(upstream)?,
             spec: ChainSpec::mainnet(),
             include_code: false,
+            colibri_logs: false,
         })
     }
 
@@ -300,7 +307,8 @@ impl Prover {
                 self.receipt(params::hash(params, 0).map_err(param_err)?)
                     .await?
             }
-            "eth_getLogs" => self.logs(params).await?,
+            "eth_getLogs" if self.colibri_logs => self.logs(params).await?,
+            "eth_getLogs" => self.logs_range(params).await?,
             "eth_call" => (DataUnion::None, self.call(params, include_code).await?),
             "eth_getBalance"
             | "eth_getTransactionCount"
@@ -396,6 +404,7 @@ impl Prover {
         ))
     }
 
+    /// eth_getLogs in colibri's `LogsProof` (§12.2): the blocks the node's logs are in.
     async fn logs(&self, params: &Value) -> Result<(DataUnion, ProofUnion), ProveError> {
         let params = self.resolved_filter(params).await?;
         let answer = self.rpc("eth_getLogs", params).await?;
@@ -692,6 +701,12 @@ fn signed_slots(proof: &ProofUnion) -> Vec<u64> {
         ProofUnion::Logs(blocks) => blocks
             .iter()
             .map(|b| signed(&b.header, &b.header_proof))
+            .collect(),
+        ProofUnion::LogsRange(p) => p
+            .blocks
+            .last()
+            .map(|b| signed(&b.header, &p.header_proof))
+            .into_iter()
             .collect(),
         ProofUnion::Account(p) => vec![signed(&p.state_proof.header, &p.state_proof.header_proof)],
         ProofUnion::Call(p) => vec![signed(&p.state_proof.header, &p.state_proof.header_proof)],

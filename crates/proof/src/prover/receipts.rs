@@ -1,6 +1,6 @@
 //! The prover's receipts and logs (spec §12.2): a block's receipts re-encoded from the node's
 //! `eth_getBlockReceipts`, their Patricia trie built and the proof of one receipt taken from
-//! it; the node's receipt and logs converted to `EthReceiptData` and `Log` (§5.2, §5.3).
+//! it (or all of them, with the receipts that hold a filter's logs, for a `LogsRangeProof`); the node's receipt and logs converted to `EthReceiptData` and `Log` (§5.2, §5.3).
 //!
 //! What does not live here: the beacon side (`prover`).
 
@@ -14,10 +14,12 @@ use ssz_types::VariableList;
 use ssz_types::typenum::Unsigned;
 
 use super::{ProveError, upstream};
+use crate::filter::Filter;
 use crate::types::{BigBytes, EthReceiptData, Log};
 
-/// A block's receipts: their trie encodings, and the root of the trie they make.
+/// A block's receipts: decoded, and their trie encodings.
 pub struct BlockReceipts {
+    receipts: Vec<ReceiptEnvelope>,
     encoded: Vec<Vec<u8>>,
 }
 
@@ -27,14 +29,35 @@ impl BlockReceipts {
         let receipts: Vec<alloy_rpc_types_eth::TransactionReceipt> =
             serde_json::from_value(answer.clone())
                 .map_err(|e| upstream(format!("eth_getBlockReceipts: {e}")))?;
-        let encoded = receipts
+        let receipts: Vec<ReceiptEnvelope> = receipts
             .into_iter()
-            .map(|r| {
-                let envelope: ReceiptEnvelope = r.inner.into_primitives_receipt();
-                envelope.encoded_2718()
-            })
+            .map(|r| r.inner.into_primitives_receipt())
             .collect();
-        Ok(BlockReceipts { encoded })
+        let encoded = receipts.iter().map(|r| r.encoded_2718()).collect();
+        Ok(BlockReceipts { receipts, encoded })
+    }
+
+    /// The receipts' EIP-2718 encodings, in order.
+    pub fn encoded(&self) -> &[Vec<u8>] {
+        &self.encoded
+    }
+
+    /// The root of the receipts' trie (`receiptsRoot`).
+    pub fn root(&self) -> B256 {
+        alloy_trie::root::ordered_trie_root_encoded(&self.encoded)
+    }
+
+    /// The indices of the receipts that hold a log matching `filter`.
+    pub fn matching(&self, filter: &Filter) -> Vec<u32> {
+        (0u32..)
+            .zip(&self.receipts)
+            .filter(|(_, r)| {
+                r.logs()
+                    .iter()
+                    .any(|l| filter.matches(&l.address, l.topics()))
+            })
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// The trie nodes from the root to receipt `index` (keys `rlp(i)`, values the encodings).

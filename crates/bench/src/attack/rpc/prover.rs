@@ -1,8 +1,9 @@
 //! The lying-prover rows on the live Fulu chain: `sszgate rpc --prover` (remote mode) asks its
 //! proofs of a relay in front of `sszgate rpc --serve-proofs`; the relay changes what it asks
 //! the real prover (an older block for `latest`, another block's hash for logs, a range cut
-//! short) or asks a second prover run with another `--chain-id`, and hands that proof out as
-//! the answer to the verifier's request. Each answer is compared with geth's for the same call.
+//! short), takes a whole block out of the range proof the prover answered, or asks a second
+//! prover run with another `--chain-id`, and hands that proof out as the answer to the
+//! verifier's request. Each answer is compared with geth's for the same call.
 //!
 //! Not here: the chain (`chain`), the checkpoint (`forged_head::checkpoint`), the verdict
 //! words (`super::Verdict`).
@@ -37,14 +38,13 @@ use crate::proxy::rss_kib;
 /// The group's name in the table.
 pub(crate) const GROUP: &str = "lying prover";
 /// The rows' attacks, in the order they run.
-pub(crate) const ATTACKS: [&str; 4] = [
+pub(crate) const ATTACKS: [&str; 5] = [
     "`latest` answered with the proof of a block 20+ slots older",
     "eth_getLogs by block hash answered with another block's logs",
     "eth_getLogs over two blocks with logs answered with one block's proof (a log left out)",
+    "eth_getLogs over a range answered with a whole block left out of the range proof",
     "eth_call answered by a prover run with --chain-id 1",
 ];
-/// The documented limit the log-left-out row runs into (`crates/proof/README.md`).
-pub(crate) const LOG_COMPLETENESS: &str = "eth_getLogs completeness across blocks is not provable in this format (crates/proof/README.md)";
 /// A contract: called with a word, it stores it in slot 0 and logs it (topic: the caller);
 /// called without data, it returns slot 0 (`bin/sszgate/tests/verified_rpc.rs`'s).
 const LOGGER: &str = "6022600c60003960226000f3361560165760003580600055600052336020600\
@@ -77,6 +77,9 @@ enum ProofLie {
     OtherBlock(B256),
     /// eth_getLogs' `toBlock` asked as this number (the range cut short).
     CutRange(u64),
+    /// eth_getLogs' range proof with its first block that holds receipts (not the newest)
+    /// taken out.
+    BlockLeftOut,
     /// The request asked of the prover with another chain id.
     OtherChain,
 }
@@ -165,7 +168,7 @@ async fn run_rows(sszgate: &Path, dir: &Path, chain: &LiveChain) -> Result<Vec<R
 }
 
 /// What each row asks the verifier, and the lie that answers it.
-fn asks(scene: &Scene) -> [(ProofLie, &'static str, Value); 4] {
+fn asks(scene: &Scene) -> [(ProofLie, &'static str, Value); 5] {
     let [(first, first_hash), (second, second_hash)] = scene.logs;
     [
         (
@@ -182,6 +185,11 @@ fn asks(scene: &Scene) -> [(ProofLie, &'static str, Value); 4] {
             ProofLie::CutRange(first),
             "eth_getLogs",
             json!([{"fromBlock": format!("{first:#x}"), "toBlock": format!("{second:#x}"), "address": scene.logger}]),
+        ),
+        (
+            ProofLie::BlockLeftOut,
+            "eth_getLogs",
+            json!([{"fromBlock": format!("{:#x}", first - 1), "toBlock": format!("{second:#x}"), "address": scene.logger}]),
         ),
         (
             ProofLie::OtherChain,
@@ -296,9 +304,6 @@ fn judge(row: &mut Row, reply: &Value, truth: Result<Value, String>, told: u64) 
     row.verdict = Verdict::AcceptedWrong;
     row.answered
         .push_str(&format!(" (geth: {})", short(&truth)));
-    if row.attack == ATTACKS[2] {
-        row.limit = Some(LOG_COMPLETENESS);
-    }
     row.failures.push(format!(
         "a wrong answer accepted: geth answers {}",
         short(&truth)
@@ -516,15 +521,22 @@ async fn relay(
             Some(lie) => rewrite(lie, &mut asked),
             None => (false, false),
         };
-        if changed {
-            shared.told.fetch_add(1, Ordering::SeqCst);
-        }
         let url = if upstream {
             &shared.other
         } else {
             &shared.honest
         };
-        forward(&shared.client, url, asked.to_string()).await
+        let answered = forward(&shared.client, url, asked.to_string()).await?;
+        let (answered, cut) = match lie {
+            Some(ProofLie::BlockLeftOut) if asked["method"] == "eth_getLogs" => {
+                leave_a_block_out(answered).await?
+            }
+            _ => (answered, false),
+        };
+        if changed || cut {
+            shared.told.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok::<_, String>(answered)
     };
     Ok(answer.await.unwrap_or_else(|e| {
         Response::builder()
@@ -569,6 +581,31 @@ fn rewrite(lie: &ProofLie, asked: &mut Value) -> (bool, bool) {
         ProofLie::OtherChain => (method == "eth_call", method == "eth_call"),
         _ => (false, false),
     }
+}
+
+/// The prover's eth_getLogs range proof with the oldest block that ships receipts (one that
+/// holds logs; never the newest, whose header is signed) taken out; whether it was.
+async fn leave_a_block_out(
+    answered: Response<Full<Body>>,
+) -> Result<(Response<Full<Body>>, bool), String> {
+    let (parts, body) = answered.into_parts();
+    let bytes = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+    let cut = sszgate_proof::decode(&bytes).ok().and_then(|mut request| {
+        let sszgate_proof::types::ProofUnion::LogsRange(range) = &mut request.proof else {
+            return None;
+        };
+        let newest = range.blocks.len().checked_sub(1)?;
+        let at = range.blocks[..newest]
+            .iter()
+            .position(|b| !b.receipts.is_empty())?;
+        let mut blocks = range.blocks.to_vec();
+        blocks.remove(at);
+        range.blocks = ssz_types::VariableList::new(blocks).ok()?;
+        Some(ssz::Encode::as_ssz_bytes(&request))
+    });
+    let changed = cut.is_some();
+    let body = cut.map(Body::from).unwrap_or(bytes);
+    Ok((Response::from_parts(parts, Full::new(body)), changed))
 }
 
 /// POSTs `body` to `url`: the answer with its status and content type.
