@@ -51,8 +51,11 @@ const MAX_ANSWER: usize = 64 << 20;
 const MAX_LOG_BLOCKS: usize = 64;
 /// The most accounts one eth_call proof carries (each costs an `eth_getProof`).
 const MAX_CALL_ACCOUNTS: usize = 256;
-/// The most blocks `latest` steps back to find one signed by 2/3 of the committee.
-const MAX_SIGNER_SEARCH: usize = 8;
+/// The most blocks `latest` steps back, or a weakly signed block's proof steps forward, to
+/// find one signed by 2/3 of the committee: one epoch. Eight was too few on a devnet whose
+/// validators missed sync-committee duties for a while under CPU load (proofs refused for
+/// blocks the local mode answered); the proof format allows 128 headers in a chain.
+const MAX_SIGNER_SEARCH: usize = 32;
 /// Payload gindex of the whole execution payload in the body.
 const EXECUTION_PAYLOAD: u64 = 25;
 
