@@ -1,0 +1,80 @@
+//! The proof verifier for JavaScript: `sszgate-verifier`'s facade bound with wasm-bindgen. The
+//! npm package `sszgate-verifier` (its JS entry is `js/`, built by `scripts/build-js.sh`)
+//! wraps this class in `createVerifier`/`createProvider`; an error thrown here is a JS `Error`
+//! whose `check` property names the failed check (absent for decode, parameter and
+//! unsupported-method errors).
+//!
+//! Not here: fetching proofs (the package's provider), the clock (the package passes
+//! `Date.now()` unless the options fix it).
+
+use js_sys::{Error, Reflect};
+use sszgate_verifier::{Verifier, VerifierError};
+use wasm_bindgen::prelude::*;
+
+/// A JS `Error` for `e`, with `check` set when a check failed.
+fn js_error(e: VerifierError) -> JsValue {
+    let error = Error::new(&e.to_string());
+    if let VerifierError::Refused {
+        check: Some(check), ..
+    } = &e
+    {
+        // Setting a property on a fresh Error object cannot fail.
+        let _ = Reflect::set(&error, &"check".into(), &check.into());
+    }
+    error.into()
+}
+
+/// A proof verifier holding the committee keys it has learned.
+#[wasm_bindgen]
+pub struct WasmVerifier(Verifier);
+
+#[wasm_bindgen]
+impl WasmVerifier {
+    /// A verifier from `options` (JSON text) and an optional saved `state`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: &str, state: Option<Vec<u8>>) -> Result<WasmVerifier, JsValue> {
+        Verifier::new(options, state.as_deref())
+            .map(WasmVerifier)
+            .map_err(js_error)
+    }
+
+    /// The verified result of `method(params)` as JSON text; `params` is JSON text, `now` Unix
+    /// seconds.
+    pub fn verify(
+        &mut self,
+        method: &str,
+        params: &str,
+        proof: &[u8],
+        now: f64,
+    ) -> Result<String, JsValue> {
+        let now = if now.is_finite() && now > 0.0 {
+            now as u64
+        } else {
+            0
+        };
+        self.0.verify(method, params, proof, now).map_err(js_error)
+    }
+
+    /// The trust state as bytes, for a later `new(options, state)`.
+    #[wasm_bindgen(js_name = saveState)]
+    pub fn save_state(&self) -> Vec<u8> {
+        self.0.save_state()
+    }
+
+    /// What to tell a prover about this verifier (the `c4` field).
+    #[wasm_bindgen(js_name = clientState)]
+    pub fn client_state(&self) -> Vec<u8> {
+        self.0.client_state()
+    }
+
+    /// The sync-committee periods whose keys the verifier holds.
+    pub fn periods(&self) -> Vec<u32> {
+        self.0.periods().into_iter().map(|p| p as u32).collect()
+    }
+}
+
+/// The methods a proof can answer, as JSON text.
+#[wasm_bindgen]
+pub fn methods() -> String {
+    format!("{:?}", sszgate_verifier::METHODS)
+}

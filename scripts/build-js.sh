@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the npm package `sszgate-verifier` from a clean checkout: the proof verifier
+# (crates/verifier-wasm) compiled to wasm32 with the size-optimised `wasm` profile, bound with
+# wasm-bindgen (its CLI pinned to the library's version, installed if missing), shrunk with
+# wasm-opt (npm `binaryen`, pinned), and put beside the package's JS entry and types (js/).
+# Needs clang and llvm-ar (blst's C is compiled for wasm32). The last line of output is the
+# package's directory.
+#
+# usage: scripts/build-js.sh [OUT_DIR]   (default target/js/sszgate-verifier)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+OUT="${1:-$ROOT/target/js/sszgate-verifier}"
+TOOLS="$ROOT/target/js/tools"
+BINARYEN_VERSION=132.0.0
+WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' crates/verifier-wasm/Cargo.toml)
+
+for tool in clang llvm-ar node npm; do
+  command -v "$tool" >/dev/null || { echo "build-js: $tool is needed (apt-get install clang llvm nodejs npm)" >&2; exit 1; }
+done
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+if [ "$(wasm-bindgen --version 2>/dev/null | cut -d' ' -f2)" != "$WASM_BINDGEN_VERSION" ]; then
+  echo "build-js: installing wasm-bindgen-cli $WASM_BINDGEN_VERSION" >&2
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --quiet
+fi
+if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ]; then
+  echo "build-js: installing binaryen $BINARYEN_VERSION (wasm-opt)" >&2
+  npm install --prefix "$TOOLS" --no-audit --no-fund --silent "binaryen@$BINARYEN_VERSION" >&2
+fi
+
+echo "build-js: compiling the verifier for wasm32" >&2
+CC_wasm32_unknown_unknown=clang AR_wasm32_unknown_unknown=llvm-ar \
+  cargo build -p sszgate-verifier-wasm --target wasm32-unknown-unknown --profile wasm >&2
+WASM="$ROOT/target/wasm32-unknown-unknown/wasm/sszgate_verifier_wasm.wasm"
+
+rm -rf "$OUT"
+mkdir -p "$OUT/wasm"
+cp js/package.json js/index.js js/index.d.ts js/README.md "$OUT/"
+wasm-bindgen --target web --out-dir "$OUT/wasm" --out-name sszgate_verifier_wasm "$WASM"
+BG="$OUT/wasm/sszgate_verifier_wasm_bg.wasm"
+"$TOOLS/node_modules/.bin/wasm-opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+  --enable-sign-ext --enable-mutable-globals "$BG" -o "$BG.opt"
+mv "$BG.opt" "$BG"
+echo "build-js: $(wc -c < "$BG") bytes of WASM, $(cat "$OUT"/index.js "$OUT"/wasm/*.js | wc -c) bytes of JS" >&2
+echo "$OUT"
