@@ -33,6 +33,8 @@ export interface Verifier {
   saveState(): Uint8Array;
   clientState(): Uint8Array;
   periods(): number[];
+  /** Trusts 512 compressed BLS keys as the committee of `period` (only from a trusted source). */
+  addCommitteeKeys(period: number, keys: Uint8Array): void;
 }
 
 export function createVerifier(options: VerifierOptions): Promise<Verifier>;

@@ -65,6 +65,9 @@ export async function createVerifier(options = {}) {
     clientState: () => inner.clientState(),
     /** The sync-committee periods whose keys the verifier holds. */
     periods: () => Array.from(inner.periods()),
+    /** Trusts 512 compressed BLS keys as the committee of `period`, without sync data: only
+     *  for keys from a source as trusted as a checkpoint. */
+    addCommitteeKeys: (period, keys) => inner.addCommitteeKeys(period, bytes(keys, 'keys')),
   };
 }
 

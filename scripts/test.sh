@@ -12,3 +12,14 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
+
+echo "== the WASM verifier package (scripts/build-js.sh) and its tests in Node"
+if command -v clang >/dev/null && command -v llvm-ar >/dev/null; then
+  pkg=$(scripts/build-js.sh | tail -1)
+  SSZGATE_VERIFIER_PKG="$pkg" node --test js/test/
+elif [ "${CI:-}" = "true" ]; then
+  echo "the WASM package needs clang and llvm-ar (apt-get install clang llvm)" >&2
+  exit 1
+else
+  echo "!!! SKIPPED the WASM package: no clang/llvm-ar on this machine (apt-get install clang llvm)" >&2
+fi

@@ -67,6 +67,14 @@ impl WasmVerifier {
         self.0.client_state()
     }
 
+    /// Trusts `keys` (512 compressed keys) as the committee of `period` (see the facade).
+    #[wasm_bindgen(js_name = addCommitteeKeys)]
+    pub fn add_committee_keys(&mut self, period: u32, keys: &[u8]) -> Result<(), JsValue> {
+        self.0
+            .add_committee_keys(u64::from(period), keys)
+            .map_err(js_error)
+    }
+
     /// The sync-committee periods whose keys the verifier holds.
     pub fn periods(&self) -> Vec<u32> {
         self.0.periods().into_iter().map(|p| p as u32).collect()
