@@ -261,11 +261,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use http::Method;
-
     use super::*;
+    use crate::testing::exchange;
 
     fn settings(color: bool, hide_bodies: bool, truncate: bool) -> LogSettings {
         LogSettings {
@@ -274,25 +271,6 @@ mod tests {
             hide_bodies,
             skip: vec!["eth_chainId".into(), "engine_exchange*".into()],
             verbose: false,
-        }
-    }
-
-    fn exchange(request: &str) -> Exchange {
-        Exchange {
-            method: Method::POST,
-            target: "/".into(),
-            request_content_type: Some("application/json".into()),
-            request: Bytes::from(request.to_string()),
-            status: 200,
-            response_content_type: Some("application/json".into()),
-            response_encoding: None,
-            response: vec![
-                Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":1,"),
-                Bytes::from_static(b"\"result\":\"0x1\"}"),
-            ],
-            response_len: 39,
-            duration: Duration::from_millis(7),
-            failure: None,
         }
     }
 
