@@ -184,6 +184,9 @@ const PROXY_PORT_STEPS: &[Step] = &[
     ("POST", "/blocked/x", None),
     ("GET", "/_snooper/unblock?route=/blocked", None),
     ("GET", "/_snooper/status", Some("alice:wrong")),
+    // Not a WebSocket handshake: gorilla's refusals.
+    ("GET", "/_snooper/control", None),
+    ("POST", "/_snooper/control", None),
 ];
 const API_PORT_STEPS: &[Step] = &[
     ("GET", "/_snooper/status", None),
@@ -195,6 +198,9 @@ const API_PORT_STEPS: &[Step] = &[
     ("POST", "/_snooper/start", Some("alice:s3cret")),
     ("GET", "/elsewhere", Some("alice:s3cret")),
     ("GET", "/elsewhere", None),
+    ("GET", "/_snooper/control", None),
+    ("GET", "/_snooper/control", Some("alice:wrong")),
+    ("GET", "/_snooper/control", Some("alice:s3cret")),
 ];
 
 /// Runs `steps` against `addr`: each answer's status and body.
@@ -286,6 +292,10 @@ fn the_management_api_answers_as_rpc_snooper_does() {
     assert_eq!(ours.0[5].0, 200);
     assert_eq!(ours.1[0].0, 401);
     assert_eq!(ours.1[3].0, 200);
+    assert_eq!(ours.0[14], (400, "Bad Request\n".to_string()));
+    assert_eq!(ours.1[9].0, 401);
+    assert_eq!(ours.1[10].0, 401);
+    assert_eq!(ours.1[11].0, 400);
 }
 
 /// The modules registered, in this order, by one `snooper-hook` each: type, config, and
@@ -458,4 +468,66 @@ fn snooper_hook_receives_the_same_events_from_both() {
     assert!(ours[3].contains("request_data=engine_newPayloadV4"));
     assert!(ours[4].contains("request_id=2"));
     assert!(ours[5].contains("request_size=6"));
+}
+
+/// A masked client text frame (lengths up to 64 KiB).
+fn client_text_frame(text: &str) -> Vec<u8> {
+    let mask = [0x11, 0x22, 0x33, 0x44];
+    let mut frame = vec![0x81];
+    match text.len() {
+        n @ 0..=125 => frame.push(0x80 | n as u8),
+        n => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&u16::try_from(n).unwrap().to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&mask);
+    frame.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+#[test]
+fn a_module_client_that_never_reads_does_not_hold_the_relay() {
+    use std::io::{Read, Write};
+    let el = common::CountingEl::start(
+        "",
+        std::sync::Arc::new(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#.to_vec()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let line = format!(
+        "--no-color -b=127.0.0.1 -p={port} http://{} --store none",
+        el.addr
+    );
+    let log = dir.path().join("snooper.log");
+    let child = start(&named(dir.path(), "snooper"), &argv(&line), &log, port);
+    // The module client: upgrades, registers a request_snooper, then never reads again.
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let handshake = "GET /_snooper/control HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    socket.write_all(handshake.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    socket.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 101");
+    let register = r#"{"reqid":1,"method":"register_module","data":{"type":"request_snooper"}}"#;
+    socket.write_all(&client_text_frame(register)).unwrap();
+    // 400 calls of 256 KiB: 100 MiB of events, more than the client's socket buffers and
+    // its outbox (64 MiB) hold; every call must still be relayed and answered.
+    let padding = "0".repeat(256 << 10);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"engine_newPayloadV4","params":[{{"extraData":"0x{padding}"}}]}}"#
+    );
+    let addr = format!("127.0.0.1:{port}");
+    for i in 0..400 {
+        let headers = [("content-type", "application/json")];
+        let (status, answer) = common::request(&addr, "POST", "/", &headers, body.as_bytes());
+        assert_eq!(
+            status,
+            200,
+            "call {i}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    assert_eq!(el.requests(), 400);
+    drop(socket);
+    common::terminate(child);
 }

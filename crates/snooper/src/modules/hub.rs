@@ -165,6 +165,7 @@ pub struct Module {
 pub struct Hub {
     last_id: AtomicU64,
     modules: RwLock<Vec<Arc<Module>>>,
+    dropped: AtomicU64,
 }
 
 impl Hub {
@@ -197,6 +198,11 @@ impl Hub {
         self.len() == 0
     }
 
+    /// Events dropped so far because their connection's outbox was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Module>>> {
         self.modules.write().unwrap_or_else(|e| e.into_inner())
     }
@@ -213,11 +219,11 @@ impl Hub {
         }
         let call = Call::of(n, exchange);
         for module in modules {
-            if module
+            let admitted = module
                 .filters
-                .admits(&call.method, call.request_type, &call.request)
-            {
-                module.deliver(&call);
+                .admits(&call.method, call.request_type, &call.request);
+            if admitted && !module.deliver(&call) {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -268,11 +274,12 @@ fn module_body(body: Bytes, content_type: &str) -> Bytes {
 }
 
 impl Module {
-    fn deliver(&self, call: &Call<'_>) {
+    /// Queues the module's event for `call`, if it has one; false when it was dropped.
+    fn deliver(&self, call: &Call<'_>) -> bool {
         match &self.kind {
             Kind::RequestSnooper => self.hook("request", call.n, call.request_type, &call.request),
             Kind::ResponseSnooper if call.answered => {
-                self.hook("response", call.n, call.response_type, &call.response);
+                self.hook("response", call.n, call.response_type, &call.response)
             }
             Kind::RequestCounter => {
                 let count = self.count.fetch_add(1, Ordering::Relaxed) + 1;
@@ -282,7 +289,7 @@ impl Module {
                     request_type: &call.method,
                 };
                 self.outbox
-                    .offer(Frame::Text(self.event("counter_event", event, false)));
+                    .offer(Frame::Text(self.event("counter_event", event, false)))
             }
             Kind::ResponseTracer { request, response } if call.answered => {
                 let select = |query: &Option<Query>, content_type: &str, body: &[u8]| {
@@ -302,13 +309,13 @@ impl Module {
                     response_data: select(response, call.response_type, &call.response),
                 };
                 self.outbox
-                    .offer(Frame::Text(self.event("tracer_event", event, false)));
+                    .offer(Frame::Text(self.event("tracer_event", event, false)))
             }
-            Kind::ResponseSnooper | Kind::ResponseTracer { .. } => {}
+            Kind::ResponseSnooper | Kind::ResponseTracer { .. } => true,
         }
     }
 
-    fn hook(&self, hook_type: &'static str, n: u64, content_type: &str, body: &Bytes) {
+    fn hook(&self, hook_type: &'static str, n: u64, content_type: &str, body: &Bytes) -> bool {
         let event = HookEvent {
             module_id: self.id,
             hook_type,
@@ -317,7 +324,7 @@ impl Module {
             content_type,
         };
         let text = self.event("hook_event", event, true);
-        self.outbox.offer(Frame::WithBinary(text, body.clone()));
+        self.outbox.offer(Frame::WithBinary(text, body.clone()))
     }
 
     fn event<D: Serialize>(&self, method: &str, data: D, binary: bool) -> String {
@@ -455,6 +462,7 @@ mod tests {
             hub.deliver(n, &big);
         }
         assert_eq!(outbox.dropped(), 1000 - (OUTBOX_BYTES as u64 >> 20) + 1);
+        assert_eq!(hub.dropped(), outbox.dropped());
         assert_eq!(drain(&mut receiver).len() as u64, 1000 - outbox.dropped());
         hub.deliver(1001, &big);
         assert_eq!(drain(&mut receiver).len(), 1, "room again once read");

@@ -284,3 +284,190 @@ impl Connection {
         self.outbox.offer(Frame::Text(text));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use hyper::service::service_fn;
+    use serde_json::{Value, json};
+    use tokio::{
+        io::{AsyncReadExt, AsyncWriteExt},
+        net::{TcpListener, TcpStream},
+    };
+    use tokio_tungstenite::client_async;
+
+    use super::*;
+    use crate::testing::exchange;
+
+    type Client = WebSocketStream<TcpStream>;
+
+    /// Serves `accept` on an ephemeral port.
+    async fn server(hub: Arc<Hub>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let hub = hub.clone();
+                let service = service_fn(move |request| {
+                    std::future::ready(Ok::<_, std::convert::Infallible>(accept(
+                        request,
+                        hub.clone(),
+                    )))
+                });
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades(),
+                );
+            }
+        });
+        addr
+    }
+
+    async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let url = format!("ws://{addr}/_snooper/control");
+        client_async(url, stream).await.unwrap().0
+    }
+
+    async fn ask(client: &mut Client, request: Value) -> Value {
+        client
+            .send(Message::text(request.to_string()))
+            .await
+            .unwrap();
+        match client.next().await {
+            Some(Ok(Message::Text(text))) => serde_json::from_str(text.as_str()).unwrap(),
+            other => panic!("no answer: {other:?}"),
+        }
+    }
+
+    /// True when the server ends the connection (a close frame, an error or the end).
+    async fn closed(client: &mut Client) -> bool {
+        let next = tokio::time::timeout(Duration::from_secs(10), client.next()).await;
+        matches!(next, Ok(None | Some(Err(_)) | Some(Ok(Message::Close(_)))))
+    }
+
+    #[tokio::test]
+    async fn unknown_types_and_methods_get_errors_and_the_connection_goes_on() {
+        let hub = Arc::new(Hub::default());
+        let mut client = connect(server(hub.clone()).await).await;
+        let register = |reqid: u64, kind: &str| json!({"reqid": reqid, "method": "register_module", "data": {"type": kind, "name": "t"}});
+        let answer = ask(&mut client, register(1, "counter")).await;
+        assert_eq!(answer["rspid"], 1);
+        assert_eq!(answer["error"], "Unknown module type: counter");
+        let answer = ask(&mut client, json!({"reqid": 2, "method": "subscribe"})).await;
+        assert_eq!(answer["error"], "Unknown method: subscribe");
+        let answer = ask(&mut client, register(3, "request_counter")).await;
+        assert_eq!(
+            answer["data"],
+            json!({"success": true, "module_id": 1, "message": "Module request_counter registered successfully"})
+        );
+        assert_eq!(hub.len(), 1);
+        let answer = ask(
+            &mut client,
+            json!({"reqid": 4, "method": "unregister_module", "data": 1}),
+        )
+        .await;
+        assert_eq!(
+            answer["data"],
+            json!({"message": "Module unregistered successfully", "success": true})
+        );
+        assert!(hub.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_malformed_frame_ends_the_connection_and_its_modules() {
+        let hub = Arc::new(Hub::default());
+        let addr = server(hub.clone()).await;
+        let mut client = connect(addr).await;
+        let register =
+            json!({"reqid": 1, "method": "register_module", "data": {"type": "request_snooper"}});
+        assert_eq!(ask(&mut client, register).await["data"]["success"], true);
+        client.send(Message::text("{not json")).await.unwrap();
+        assert!(closed(&mut client).await);
+        for _ in 0..100 {
+            if hub.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(hub.is_empty(), "the connection's module is removed");
+        let mut other = connect(addr).await;
+        let answer = ask(&mut other, json!({"reqid": 1, "method": "x"})).await;
+        assert_eq!(answer["error"], "Unknown method: x", "the server goes on");
+    }
+
+    #[tokio::test]
+    async fn a_frame_announcing_2_pow_62_bytes_ends_the_connection_before_allocating() {
+        let addr = server(Arc::new(Hub::default())).await;
+        let mut client = connect(addr).await;
+        let stream = client.get_mut();
+        // FIN + binary, masked, 64-bit length 2^62, a mask, then a few bytes.
+        let mut frame = vec![0x82, 0xff];
+        frame.extend_from_slice(&(1u64 << 62).to_be_bytes());
+        frame.extend_from_slice(&[1, 2, 3, 4, 0, 0, 0, 0]);
+        stream.write_all(&frame).await.unwrap();
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest));
+        assert!(read.await.is_ok(), "the server closes the connection");
+        // A message over the bound as many small frames is refused too.
+        let mut client = connect(addr).await;
+        let big = "x".repeat(MAX_MESSAGE + 1);
+        let _ = client.send(Message::text(big)).await;
+        assert!(closed(&mut client).await);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_reads_costs_drops_not_waits() {
+        let hub = Arc::new(Hub::default());
+        let mut client = connect(server(hub.clone()).await).await;
+        let register =
+            json!({"reqid": 1, "method": "register_module", "data": {"type": "request_snooper"}});
+        assert_eq!(ask(&mut client, register).await["data"]["success"], true);
+        // From here on the client reads nothing: its socket buffers and then its outbox
+        // fill, and every further event is dropped and counted; delivering never waits.
+        let mut big = exchange("{}");
+        big.request = Bytes::from(vec![b' '; 1 << 20]);
+        let mut n = 0;
+        while hub.dropped() == 0 {
+            n += 1;
+            assert!(n < 10_000, "nothing dropped after {n} calls");
+            hub.deliver(n, &big);
+            tokio::task::yield_now().await;
+        }
+        let before = hub.dropped();
+        for k in 0..100 {
+            hub.deliver(n + k, &big);
+        }
+        assert_eq!(hub.dropped(), before + 100);
+        drop(client);
+    }
+
+    #[tokio::test]
+    async fn a_request_that_is_not_a_handshake_is_refused_as_gorilla_refuses_it() {
+        let addr = server(Arc::new(Hub::default())).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = "GET /_snooper/control HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(answer.ends_with("\r\n\r\nBad Request\n"), "{answer}");
+        let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONNECTION, "Upgrade".parse().unwrap());
+        headers.insert(header::UPGRADE, "websocket".parse().unwrap());
+        headers.insert(header::SEC_WEBSOCKET_VERSION, "13".parse().unwrap());
+        assert_eq!(
+            handshake_key(&Method::GET, &headers),
+            Err(StatusCode::BAD_REQUEST)
+        );
+        headers.insert(header::SEC_WEBSOCKET_KEY, key.parse().unwrap());
+        assert_eq!(
+            handshake_key(&Method::POST, &headers),
+            Err(StatusCode::METHOD_NOT_ALLOWED)
+        );
+        assert_eq!(handshake_key(&Method::GET, &headers).as_deref(), Ok(key));
+    }
+}
