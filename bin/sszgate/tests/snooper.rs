@@ -531,3 +531,29 @@ fn a_module_client_that_never_reads_does_not_hold_the_relay() {
     drop(socket);
     common::terminate(child);
 }
+
+#[test]
+fn a_call_the_target_never_answers_is_logged_as_call_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, nobody) = (common::free_port(), common::free_port());
+    let line = format!("--no-color -b=127.0.0.1 -p={port} http://127.0.0.1:{nobody} --store none");
+    let log = dir.path().join("snooper.log");
+    let child = start(&named(dir.path(), "snooper"), &argv(&line), &log, port);
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV4","params":["0x01"]}"#;
+    let headers = [("content-type", "application/json")];
+    let (status, _) = common::request(
+        &format!("127.0.0.1:{port}"),
+        "POST",
+        "/",
+        &headers,
+        call.as_bytes(),
+    );
+    assert_eq!(status, 502);
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(
+        || format!("no call failed line: {}", text()),
+        || text().contains("level=error msg=\"call failed: proxy request error: "),
+    );
+    assert!(text().contains("msg=\"REQUEST #1: POST /\""), "{}", text());
+    common::terminate(child);
+}
