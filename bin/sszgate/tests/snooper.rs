@@ -44,6 +44,18 @@ fn rpc_snooper() -> Option<PathBuf> {
     bin.exists().then_some(bin)
 }
 
+/// rpc-snooper's `snooper` binary, or a loud skip (a failure under CI) when it is not built.
+fn rpc_snooper_or_skip() -> Option<PathBuf> {
+    let found = rpc_snooper();
+    if found.is_none() {
+        skip(
+            "rpc-snooper",
+            "bash ../shared/tools/rpc-snooper/build.sh, or SSZGATE_RPC_SNOOPER",
+        );
+    }
+    found
+}
+
 /// The sszgate binary under `name` (a symlink in `dir`), as rpc-snooper's image has it.
 fn named(dir: &Path, name: &str) -> PathBuf {
     let link = dir.join(name);
@@ -172,6 +184,9 @@ const PROXY_PORT_STEPS: &[Step] = &[
     ("POST", "/blocked/x", None),
     ("GET", "/_snooper/unblock?route=/blocked", None),
     ("GET", "/_snooper/status", Some("alice:wrong")),
+    // Not a WebSocket handshake: gorilla's refusals.
+    ("GET", "/_snooper/control", None),
+    ("POST", "/_snooper/control", None),
 ];
 const API_PORT_STEPS: &[Step] = &[
     ("GET", "/_snooper/status", None),
@@ -183,6 +198,9 @@ const API_PORT_STEPS: &[Step] = &[
     ("POST", "/_snooper/start", Some("alice:s3cret")),
     ("GET", "/elsewhere", Some("alice:s3cret")),
     ("GET", "/elsewhere", None),
+    ("GET", "/_snooper/control", None),
+    ("GET", "/_snooper/control", Some("alice:wrong")),
+    ("GET", "/_snooper/control", Some("alice:s3cret")),
 ];
 
 /// Runs `steps` against `addr`: each answer's status and body.
@@ -226,11 +244,8 @@ fn base64(text: &str) -> String {
 
 #[test]
 fn the_management_api_answers_as_rpc_snooper_does() {
-    let Some(rpc_snooper) = rpc_snooper() else {
-        return skip(
-            "rpc-snooper",
-            "bash ../shared/tools/rpc-snooper/build.sh, or SSZGATE_RPC_SNOOPER",
-        );
+    let Some(rpc_snooper) = rpc_snooper_or_skip() else {
+        return;
     };
     let el = common::CountingEl::start(
         "",
@@ -277,4 +292,268 @@ fn the_management_api_answers_as_rpc_snooper_does() {
     assert_eq!(ours.0[5].0, 200);
     assert_eq!(ours.1[0].0, 401);
     assert_eq!(ours.1[3].0, 200);
+    assert_eq!(ours.0[14], (400, "Bad Request\n".to_string()));
+    assert_eq!(ours.1[9].0, 401);
+    assert_eq!(ours.1[10].0, 401);
+    assert_eq!(ours.1[11].0, 400);
+}
+
+/// The modules registered, in this order, by one `snooper-hook` each: type, config, and
+/// which of [`HOOK_CALLS`] it sees.
+const HOOKS: &[(&str, &str, &[usize])] = &[
+    ("request_snooper", "{}", &[0, 1, 2, 3]),
+    ("response_snooper", "{}", &[0, 1, 2, 3]),
+    ("request_counter", "{}", &[0, 1, 2, 3]),
+    (
+        "response_tracer",
+        r#"{"request_select":".method","response_select":".result"}"#,
+        &[0, 1, 2, 3],
+    ),
+    // The query applies to JSON bodies only: the binary call passes it, in rpc-snooper too.
+    (
+        "request_snooper",
+        r#"{"request_filter":{"json_query":".method == \"engine_newPayloadV4\""}}"#,
+        &[1, 3],
+    ),
+    (
+        "response_tracer",
+        r#"{"request_filter":{"content_types":["octet-stream"]}}"#,
+        &[3],
+    ),
+];
+
+/// The calls driven through each proxy: path, content type, body. The binary body goes to
+/// an Engine API REST-SSZ path: sszgate answers a non-JSON body on `/` itself (a JSON-RPC
+/// error, not relayed), where rpc-snooper relays anything.
+const HOOK_CALLS: &[(&str, &str, &[u8])] = &[
+    (
+        "/",
+        "application/json",
+        br#"{"jsonrpc":"2.0","id":1,"method":"engine_exchangeCapabilities","params":[[]]}"#,
+    ),
+    (
+        "/",
+        "application/json",
+        br#"{"jsonrpc":"2.0","id":2,"method":"engine_newPayloadV4","params":[{"blockHash":"0xaa"}]}"#,
+    ),
+    (
+        "/",
+        "application/json",
+        br#"[{"jsonrpc":"2.0","id":3,"method":"eth_chainId"},{"jsonrpc":"2.0","id":4,"method":"eth_blockNumber"}]"#,
+    ),
+    ("/engine/v1/payloads", "application/octet-stream", &[1, 2, 0xff]),
+];
+
+/// Lines of a hook's log that say an event arrived.
+fn hook_events(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(" event received\""))
+        .count()
+}
+
+/// Waits until `check` holds, or fails with `what` after 30 s.
+fn wait_for(what: impl Fn() -> String, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What each hook printed for the calls through `program`, normalised: the `time="…"` of
+/// each line (wall clock), the `duration_ms=N` of tracer events (each proxy's own timing) and
+/// the `url=` the hook dialled (each proxy's own port) are removed; everything else must agree.
+fn hook_logs(program: &Path, hook: &Path, el: &common::CountingEl, dir: &Path) -> Vec<String> {
+    let port = common::free_port();
+    let line = format!("--no-color -b=127.0.0.1 -p={port} http://{}", el.addr);
+    let child = start(
+        program,
+        &argv(&line),
+        &dir.join(format!("{port}.log")),
+        port,
+    );
+    let url = format!("ws://127.0.0.1:{port}/_snooper/control");
+    let mut hooks = Vec::new();
+    for (i, (kind, config, _)) in HOOKS.iter().enumerate() {
+        let log = dir.join(format!("{port}-hook-{i}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(hook)
+            .args(["-url", &url, "-type", kind, "-config", config])
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        let registered = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("Module registered successfully")
+        };
+        wait_for(|| format!("hook {i} did not register"), registered);
+        hooks.push((child, log));
+    }
+    let addr = format!("127.0.0.1:{port}");
+    for (path, content_type, body) in HOOK_CALLS {
+        let headers = [("content-type", *content_type)];
+        let (status, _) = common::request(&addr, "POST", path, &headers, body);
+        assert_eq!(status, 200);
+    }
+    let mut logs = Vec::new();
+    for ((child, log), (_, _, seen)) in hooks.into_iter().zip(HOOKS) {
+        let events = || hook_events(&log) >= seen.len();
+        let text = || std::fs::read_to_string(&log).unwrap_or_default();
+        wait_for(
+            || format!("{program:?}: too few events: {}", text()),
+            events,
+        );
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut child = child;
+        child.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        logs.push(normalise_hook_log(&text));
+    }
+    let mut child = child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    logs
+}
+
+fn normalise_hook_log(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let line = match line.strip_prefix("time=\"") {
+                Some(rest) => rest.split_once("\" ").map_or(rest, |(_, after)| after),
+                None => line,
+            };
+            line.split(' ')
+                .filter(|field| !field.starts_with("duration_ms=") && !field.starts_with("url="))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn snooper_hook_receives_the_same_events_from_both() {
+    let Some(rpc_snooper) = rpc_snooper_or_skip() else {
+        return;
+    };
+    let hook = rpc_snooper.with_file_name("snooper-hook");
+    let el = common::CountingEl::start(
+        "",
+        std::sync::Arc::new(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#.to_vec()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = hook_logs(&rpc_snooper, &hook, &el, dir.path());
+    let ours = hook_logs(&named(dir.path(), "snooper"), &hook, &el, dir.path());
+    for (i, (theirs, ours)) in theirs.iter().zip(&ours).enumerate() {
+        assert_eq!(ours, theirs, "hook {i} ({:?})", HOOKS[i]);
+    }
+    // What the hooks saw, so that the comparison above compares something.
+    for (log, (_, _, seen)) in ours.iter().zip(HOOKS) {
+        assert_eq!(
+            log.matches(" event received\"").count(),
+            seen.len(),
+            "{log}"
+        );
+    }
+    assert!(ours[0].contains("content_type=application/octet-stream"));
+    assert!(ours[2].contains("count=4 request_type=POST"));
+    assert!(ours[3].contains("request_data=engine_newPayloadV4"));
+    assert!(ours[4].contains("request_id=2"));
+    assert!(ours[5].contains("request_size=6"));
+}
+
+/// A masked client text frame (lengths up to 64 KiB).
+fn client_text_frame(text: &str) -> Vec<u8> {
+    let mask = [0x11, 0x22, 0x33, 0x44];
+    let mut frame = vec![0x81];
+    match text.len() {
+        n @ 0..=125 => frame.push(0x80 | n as u8),
+        n => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&u16::try_from(n).unwrap().to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&mask);
+    frame.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+#[test]
+fn a_module_client_that_never_reads_does_not_hold_the_relay() {
+    use std::io::{Read, Write};
+    let el = common::CountingEl::start(
+        "",
+        std::sync::Arc::new(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#.to_vec()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let line = format!(
+        "--no-color -b=127.0.0.1 -p={port} http://{} --store none",
+        el.addr
+    );
+    let log = dir.path().join("snooper.log");
+    let child = start(&named(dir.path(), "snooper"), &argv(&line), &log, port);
+    // The module client: upgrades, registers a request_snooper, then never reads again.
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let handshake = "GET /_snooper/control HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    socket.write_all(handshake.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    socket.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 101");
+    let register = r#"{"reqid":1,"method":"register_module","data":{"type":"request_snooper"}}"#;
+    socket.write_all(&client_text_frame(register)).unwrap();
+    // 400 calls of 256 KiB: 100 MiB of events, more than the client's socket buffers and
+    // its outbox (64 MiB) hold; every call must still be relayed and answered.
+    let padding = "0".repeat(256 << 10);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"engine_newPayloadV4","params":[{{"extraData":"0x{padding}"}}]}}"#
+    );
+    let addr = format!("127.0.0.1:{port}");
+    for i in 0..400 {
+        let headers = [("content-type", "application/json")];
+        let (status, answer) = common::request(&addr, "POST", "/", &headers, body.as_bytes());
+        assert_eq!(
+            status,
+            200,
+            "call {i}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    assert_eq!(el.requests(), 400);
+    drop(socket);
+    common::terminate(child);
+}
+
+#[test]
+fn a_call_the_target_never_answers_is_logged_as_call_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, nobody) = (common::free_port(), common::free_port());
+    let line = format!("--no-color -b=127.0.0.1 -p={port} http://127.0.0.1:{nobody} --store none");
+    let log = dir.path().join("snooper.log");
+    let child = start(&named(dir.path(), "snooper"), &argv(&line), &log, port);
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV4","params":["0x01"]}"#;
+    let headers = [("content-type", "application/json")];
+    let (status, _) = common::request(
+        &format!("127.0.0.1:{port}"),
+        "POST",
+        "/",
+        &headers,
+        call.as_bytes(),
+    );
+    assert_eq!(status, 502);
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(
+        || format!("no call failed line: {}", text()),
+        || text().contains("level=error msg=\"call failed: proxy request error: "),
+    );
+    assert!(text().contains("msg=\"REQUEST #1: POST /\""), "{}", text());
+    common::terminate(child);
 }

@@ -26,7 +26,9 @@ pub trait Front: Send + Sync + 'static {
         request: Request<Incoming>,
     ) -> Result<Response<FrontBody>, Request<Incoming>>;
 
-    /// Sees one relayed call after its answer ended (or failed); must not block.
+    /// Sees one relayed call after its answer ended (or failed: an upstream that could not
+    /// be reached or did not answer gives an exchange with `failure` and no response);
+    /// must not block.
     fn observe(&self, exchange: Exchange);
 }
 

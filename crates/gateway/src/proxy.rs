@@ -461,6 +461,21 @@ async fn relay(
                 UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
                 UpstreamError::Failed(..) => StatusCode::BAD_GATEWAY,
             };
+            if let Some(front) = &config.front {
+                front.observe(crate::front::Exchange {
+                    method: method_of,
+                    target: call.target.clone(),
+                    request_content_type: request_type,
+                    request: call.body.clone(),
+                    status: status.as_u16(),
+                    response_content_type: None,
+                    response_encoding: None,
+                    response: Vec::new(),
+                    response_len: 0,
+                    duration: call.arrived.elapsed(),
+                    failure: Some(e.to_string()),
+                });
+            }
             let refusal = classify::refuse(Problem::Internal, e.to_string());
             return refuse(
                 call,

@@ -26,6 +26,7 @@ use tokio::{net::TcpListener, sync::mpsc};
 use crate::{
     api::{self, API_PREFIX, Flow},
     cli::LogSettings,
+    modules::{self, CONTROL_PATH, Hub},
 };
 
 /// Calls waiting for the worker at most; past it they are dropped from the log and counted.
@@ -40,6 +41,7 @@ pub struct SnooperFront {
     calls: AtomicU64,
     dropped: AtomicU64,
     queue: mpsc::Sender<(u64, Exchange)>,
+    hub: Arc<Hub>,
 }
 
 impl SnooperFront {
@@ -52,7 +54,8 @@ impl SnooperFront {
         log: LogSettings,
     ) -> Arc<SnooperFront> {
         let (queue, calls) = mpsc::channel(QUEUE);
-        tokio::spawn(worker(calls, log));
+        let hub = Arc::new(Hub::default());
+        tokio::spawn(worker(calls, log, hub.clone()));
         Arc::new(SnooperFront {
             config,
             recorder,
@@ -61,16 +64,25 @@ impl SnooperFront {
             calls: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             queue,
+            hub,
         })
     }
 
-    /// Calls left out of the log because the worker was behind.
+    /// Calls left out of the log and module events because the worker was behind.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// The registered modules.
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
     /// A management call (a path under `/_snooper/`).
-    fn manage(&self, request: &Request<Incoming>) -> Response<FrontBody> {
+    fn manage(&self, request: Request<Incoming>) -> Response<FrontBody> {
+        if request.uri().path() == CONTROL_PATH {
+            return modules::accept(request, self.hub.clone());
+        }
         let Some(config) = self.config.upgrade() else {
             return api::not_found();
         };
@@ -111,7 +123,7 @@ impl Front for SnooperFront {
     ) -> Result<Response<FrontBody>, Request<Incoming>> {
         let path = request.uri().path();
         if self.api_on_proxy_port && path.starts_with(API_PREFIX) {
-            return Ok(self.manage(&request));
+            return Ok(self.manage(request));
         }
         let Some(config) = self.config.upgrade() else {
             return Err(request);
@@ -130,13 +142,15 @@ impl Front for SnooperFront {
     }
 }
 
-/// Writes the log lines of each call, in the order the calls ended.
-async fn worker(mut calls: mpsc::Receiver<(u64, Exchange)>, log: LogSettings) {
+/// Writes the log lines of each call and queues its module events, in the order the calls
+/// ended.
+async fn worker(mut calls: mpsc::Receiver<(u64, Exchange)>, log: LogSettings, hub: Arc<Hub>) {
     use std::io::Write;
     while let Some((n, exchange)) = calls.recv().await {
         if let Some(lines) = crate::log::call_lines(n, &exchange, &log) {
             let _ = std::io::stderr().lock().write_all(lines.as_bytes());
         }
+        hub.deliver(n, &exchange);
     }
 }
 
@@ -162,7 +176,7 @@ pub async fn serve_api(
             let answer = if !api::authorized(request.headers(), &users) {
                 api::unauthorized()
             } else if request.uri().path().starts_with(API_PREFIX) {
-                front.manage(&request)
+                front.manage(request)
             } else {
                 api::not_found()
             };

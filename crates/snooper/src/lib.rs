@@ -9,7 +9,11 @@
 pub mod api;
 pub mod cli;
 pub mod front;
+pub mod jq;
 pub mod log;
+pub mod modules;
+#[cfg(test)]
+mod testing;
 
 pub use cli::{Action, ApiSettings, CliError, LogSettings, SnooperCli, parse};
 pub use front::{SnooperFront, serve_api};

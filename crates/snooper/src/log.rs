@@ -25,8 +25,9 @@ const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
-/// The two entries (request, response) of call number `n`, or nothing when `--log-skip`
-/// names its method.
+/// The two entries (request, response) of call number `n` — the request and rpc-snooper's
+/// `call failed:` line when the target could not be reached or did not answer — or nothing
+/// when `--log-skip` names its method.
 pub fn call_lines(n: u64, exchange: &Exchange, settings: &LogSettings) -> Option<String> {
     let request = Body::of(&exchange.request, exchange.request_content_type.as_deref());
     if let Some(method) = request.json_method()
@@ -40,6 +41,16 @@ pub fn call_lines(n: u64, exchange: &Exchange, settings: &LogSettings) -> Option
     fields.push(("type", request.kind().to_string()));
     let mut out = entry(settings, &format!("REQUEST #{n}: {line}"), fields, CYAN);
     out.push_str(&request.shown(settings, CYAN));
+    if let Some(failure) = exchange.failure.as_deref()
+        && exchange.response.is_empty()
+        && exchange.response_len == 0
+    {
+        out.push_str(&error_entry(
+            settings,
+            &format!("call failed: proxy request error: {failure}"),
+        ));
+        return Some(out);
+    }
     let response_bytes = join(&exchange.response);
     let response = Body::of(&response_bytes, exchange.response_content_type.as_deref());
     let colour = if (200..300).contains(&exchange.status) {
@@ -217,6 +228,15 @@ fn entry(
     out
 }
 
+/// An error line without fields (logrus: `ERRO`, red, the message padded to 44).
+fn error_entry(settings: &LogSettings, message: &str) -> String {
+    let time = rfc3339_now();
+    match settings.color {
+        true => format!("{RED}ERRO{RESET}[{time}] {message:<44} \n"),
+        false => format!("time=\"{time}\" level=error msg={}\n", quoted(message)),
+    }
+}
+
 /// logrus quotes a value unless every character is a letter, digit or one of `-._/@^+`.
 fn quoted(value: &str) -> String {
     let plain = !value.is_empty()
@@ -261,11 +281,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use http::Method;
-
     use super::*;
+    use crate::testing::exchange;
 
     fn settings(color: bool, hide_bodies: bool, truncate: bool) -> LogSettings {
         LogSettings {
@@ -274,25 +291,6 @@ mod tests {
             hide_bodies,
             skip: vec!["eth_chainId".into(), "engine_exchange*".into()],
             verbose: false,
-        }
-    }
-
-    fn exchange(request: &str) -> Exchange {
-        Exchange {
-            method: Method::POST,
-            target: "/".into(),
-            request_content_type: Some("application/json".into()),
-            request: Bytes::from(request.to_string()),
-            status: 200,
-            response_content_type: Some("application/json".into()),
-            response_encoding: None,
-            response: vec![
-                Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":1,"),
-                Bytes::from_static(b"\"result\":\"0x1\"}"),
-            ],
-            response_len: 39,
-            duration: Duration::from_millis(7),
-            failure: None,
         }
     }
 
@@ -312,6 +310,32 @@ mod tests {
         assert_eq!(hidden.lines().count(), 2, "{hidden}");
         let coloured = call_lines(3, &exchange(call), &settings(true, false, true)).unwrap();
         assert!(coloured.contains("\x1b[36mINFO\x1b[0m[") && coloured.contains("\x1b[32m{"));
+    }
+
+    #[test]
+    fn a_call_the_target_never_answered_logs_the_request_and_call_failed() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV4"}"#;
+        let mut failed = exchange(call);
+        failed.failure = Some("connection refused".into());
+        (failed.response, failed.response_len, failed.status) = (Vec::new(), 0, 502);
+        let text = call_lines(4, &failed, &settings(false, false, true)).unwrap();
+        let last = text.lines().last().unwrap();
+        assert!(text.contains("msg=\"REQUEST #4: POST /\""), "{text}");
+        assert!(!text.contains("RESPONSE"), "{text}");
+        assert!(
+            last.starts_with("time=\"")
+                && last.ends_with(
+                    "level=error msg=\"call failed: proxy request error: connection refused\""
+                ),
+            "{last}"
+        );
+        let coloured = call_lines(4, &failed, &settings(true, false, true)).unwrap();
+        assert!(coloured.contains("\x1b[31mERRO\x1b[0m["), "{coloured}");
+        // An answer that ended early after it started keeps its response line.
+        let mut cut = exchange(call);
+        cut.failure = Some("reset".into());
+        let text = call_lines(5, &cut, &settings(false, false, true)).unwrap();
+        assert!(text.contains("RESPONSE #5") && !text.contains("call failed"));
     }
 
     #[test]
