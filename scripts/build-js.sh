@@ -6,8 +6,14 @@
 # Needs clang and llvm-ar (blst's C is compiled for wasm32). The last line of output is the
 # package's directory.
 #
-# usage: scripts/build-js.sh [OUT_DIR]   (default target/js/sszgate-verifier)
+# usage: scripts/build-js.sh [--no-evm] [OUT_DIR]   (default target/js/sszgate-verifier)
+#   --no-evm: without eth_call's EVM (revm): eth_call is refused, the WASM is ~40 % smaller.
 set -euo pipefail
+FEATURES=()
+if [ "${1:-}" = "--no-evm" ]; then
+  FEATURES=(--no-default-features)
+  shift
+fi
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 OUT="${1:-$ROOT/target/js/sszgate-verifier}"
@@ -30,7 +36,7 @@ fi
 
 echo "build-js: compiling the verifier for wasm32" >&2
 CC_wasm32_unknown_unknown=clang AR_wasm32_unknown_unknown=llvm-ar \
-  cargo build -p sszgate-verifier-wasm --target wasm32-unknown-unknown --profile wasm >&2
+  cargo build -p sszgate-verifier-wasm "${FEATURES[@]}" --target wasm32-unknown-unknown --profile wasm >&2
 WASM="$ROOT/target/wasm32-unknown-unknown/wasm/sszgate_verifier_wasm.wasm"
 
 rm -rf "$OUT"
@@ -41,5 +47,5 @@ BG="$OUT/wasm/sszgate_verifier_wasm_bg.wasm"
 "$TOOLS/node_modules/.bin/wasm-opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-mutable-globals "$BG" -o "$BG.opt"
 mv "$BG.opt" "$BG"
-echo "build-js: $(wc -c < "$BG") bytes of WASM, $(cat "$OUT"/index.js "$OUT"/wasm/*.js | wc -c) bytes of JS" >&2
+echo "build-js: $(wc -c < "$BG") bytes of WASM ($(gzip -9 -c "$BG" | wc -c) gzipped), $(cat "$OUT"/index.js "$OUT"/wasm/*.js | wc -c) bytes of JS" >&2
 echo "$OUT"

@@ -11,7 +11,7 @@
 //! fork epochs (`sszgate-light`'s `ChainSpec::execution_fork_times` gives their times).
 
 use alloy_eips::eip7840::BlobParams;
-use revm::primitives::hardfork::SpecId;
+use revm_primitives::hardfork::SpecId;
 
 /// Activation times of a known chain: Shanghai, Cancun, Prague, Osaka, BPO1, BPO2.
 struct KnownTimes([u64; 6]);

@@ -20,6 +20,7 @@
 
 pub mod accounts;
 pub mod blocks;
+#[cfg(feature = "call")]
 pub mod call;
 pub mod error;
 pub mod filter;

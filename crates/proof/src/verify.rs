@@ -16,7 +16,7 @@ use crate::error::{Check, ProofError, ensure, fail};
 use crate::ssz::describe;
 use crate::trust::TrustedState;
 use crate::types::{C4Request, DataUnion, ProofUnion, SyncDataUnion};
-use crate::{accounts, blocks, call, logs, receipts, txs};
+use crate::{accounts, blocks, logs, receipts, txs};
 
 /// The methods this verifier answers.
 pub const METHODS: [&str; 14] = [
@@ -145,7 +145,12 @@ pub fn verify_request(
             | "eth_getCode"
             | "eth_getProof"),
         ) => accounts::verify_account(trust, p, data, m, params),
-        (ProofUnion::Call(p), "eth_call") => call::verify_call(trust, p, params),
+        #[cfg(feature = "call")]
+        (ProofUnion::Call(p), "eth_call") => crate::call::verify_call(trust, p, params),
+        #[cfg(not(feature = "call"))]
+        (ProofUnion::Call(_), "eth_call") => Err(ProofError::Unsupported(
+            "eth_call: this verifier was built without the EVM (the `call` feature)".into(),
+        )),
         (p, m) => fail(
             Check::ProofKind,
             format!("a {} does not answer {m}", proof_name(p)),
