@@ -1,9 +1,10 @@
 //! The lying-prover rows on the live Fulu chain: `sszgate rpc --prover` (remote mode) asks its
 //! proofs of a relay in front of `sszgate rpc --serve-proofs`; the relay changes what it asks
 //! the real prover (an older block for `latest`, another block's hash for logs, a range cut
-//! short), takes a whole block out of the range proof the prover answered, or asks a second
-//! prover run with another `--chain-id`, and hands that proof out as the answer to the
-//! verifier's request. Each answer is compared with geth's for the same call.
+//! short), takes a whole block or a matching receipt out of the range proof the prover
+//! answered, or asks a second prover run with another `--chain-id`, and hands that proof out
+//! as the answer to the verifier's request. Each answer is compared with geth's for the same
+//! call.
 //!
 //! Not here: the chain (`chain`), the checkpoint (`forged_head::checkpoint`), the verdict
 //! words (`super::Verdict`).
@@ -26,7 +27,9 @@ use hyper_util::{
     rt::TokioExecutor,
 };
 use serde_json::{Value, json};
+use ssz_types::VariableList;
 use sszgate_drive::load::{Call, Senders};
+use sszgate_proof::types::LogsRangeBlock;
 
 use super::{
     Row, Verdict,
@@ -38,11 +41,12 @@ use crate::proxy::rss_kib;
 /// The group's name in the table.
 pub(crate) const GROUP: &str = "lying prover";
 /// The rows' attacks, in the order they run.
-pub(crate) const ATTACKS: [&str; 5] = [
+pub(crate) const ATTACKS: [&str; 6] = [
     "`latest` answered with the proof of a block 20+ slots older",
     "eth_getLogs by block hash answered with another block's logs",
     "eth_getLogs over two blocks with logs answered with one block's proof (a log left out)",
     "eth_getLogs over a range answered with a whole block left out of the range proof",
+    "eth_getLogs over a range answered with a matching receipt left out of its block",
     "eth_call answered by a prover run with --chain-id 1",
 ];
 /// A contract: called with a word, it stores it in slot 0 and logs it (topic: the caller);
@@ -82,6 +86,9 @@ enum ProofLie {
     /// eth_getLogs' range proof with its first block that holds receipts (not the newest)
     /// taken out.
     BlockLeftOut,
+    /// eth_getLogs' range proof with the first receipt that holds a matching log taken out of
+    /// its block, and its transaction with it.
+    ReceiptLeftOut,
     /// The request asked of the prover with another chain id.
     OtherChain,
 }
@@ -170,8 +177,9 @@ async fn run_rows(sszgate: &Path, dir: &Path, chain: &LiveChain) -> Result<Vec<R
 }
 
 /// What each row asks the verifier, and the lie that answers it.
-fn asks(scene: &Scene) -> [(ProofLie, &'static str, Value); 5] {
+fn asks(scene: &Scene) -> [(ProofLie, &'static str, Value); 6] {
     let [(first, first_hash), (second, second_hash)] = scene.logs;
+    let range = json!([{"fromBlock": format!("{:#x}", first - 1), "toBlock": format!("{second:#x}"), "address": scene.logger}]);
     [
         (
             ProofLie::OldLatest(scene.older),
@@ -188,11 +196,8 @@ fn asks(scene: &Scene) -> [(ProofLie, &'static str, Value); 5] {
             "eth_getLogs",
             json!([{"fromBlock": format!("{first:#x}"), "toBlock": format!("{second:#x}"), "address": scene.logger}]),
         ),
-        (
-            ProofLie::BlockLeftOut,
-            "eth_getLogs",
-            json!([{"fromBlock": format!("{:#x}", first - 1), "toBlock": format!("{second:#x}"), "address": scene.logger}]),
-        ),
+        (ProofLie::BlockLeftOut, "eth_getLogs", range.clone()),
+        (ProofLie::ReceiptLeftOut, "eth_getLogs", range),
         (
             ProofLie::OtherChain,
             "eth_call",
@@ -562,7 +567,10 @@ async fn relay(
         let answered = forward(&shared.client, url, asked.to_string()).await?;
         let (answered, cut) = match lie {
             Some(ProofLie::BlockLeftOut) if asked["method"] == "eth_getLogs" => {
-                leave_a_block_out(answered).await?
+                change_range_proof(answered, leave_a_block_out).await?
+            }
+            Some(ProofLie::ReceiptLeftOut) if asked["method"] == "eth_getLogs" => {
+                change_range_proof(answered, |blocks| leave_a_receipt_out(blocks)).await?
             }
             _ => (answered, false),
         };
@@ -616,29 +624,50 @@ fn rewrite(lie: &ProofLie, asked: &mut Value) -> (bool, bool) {
     }
 }
 
-/// The prover's eth_getLogs range proof with the oldest block that ships receipts (one that
-/// holds logs; never the newest, whose header is signed) taken out; whether it was.
-async fn leave_a_block_out(
+/// The prover's eth_getLogs range proof with its blocks changed by `change` (which says
+/// whether it changed them); whether it did. Any other answer passes unchanged.
+async fn change_range_proof(
     answered: Response<Full<Body>>,
+    change: fn(&mut Vec<LogsRangeBlock>) -> Option<()>,
 ) -> Result<(Response<Full<Body>>, bool), String> {
     let (parts, body) = answered.into_parts();
     let bytes = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
-    let cut = sszgate_proof::decode(&bytes).ok().and_then(|mut request| {
+    let changed = sszgate_proof::decode(&bytes).ok().and_then(|mut request| {
         let sszgate_proof::types::ProofUnion::LogsRange(range) = &mut request.proof else {
             return None;
         };
-        let newest = range.blocks.len().checked_sub(1)?;
-        let at = range.blocks[..newest]
-            .iter()
-            .position(|b| !b.receipts.is_empty())?;
         let mut blocks = range.blocks.to_vec();
-        blocks.remove(at);
-        range.blocks = ssz_types::VariableList::new(blocks).ok()?;
+        change(&mut blocks)?;
+        range.blocks = VariableList::new(blocks).ok()?;
         Some(ssz::Encode::as_ssz_bytes(&request))
     });
-    let changed = cut.is_some();
-    let body = cut.map(Body::from).unwrap_or(bytes);
-    Ok((Response::from_parts(parts, Full::new(body)), changed))
+    let cut = changed.is_some();
+    let body = changed.map(Body::from).unwrap_or(bytes);
+    Ok((Response::from_parts(parts, Full::new(body)), cut))
+}
+
+/// The oldest block that ships receipts (one that holds logs; never the newest, whose header
+/// is signed) taken out of the range.
+fn leave_a_block_out(blocks: &mut Vec<LogsRangeBlock>) -> Option<()> {
+    let newest = blocks.len().checked_sub(1)?;
+    let at = blocks[..newest]
+        .iter()
+        .position(|b| !b.receipts.is_empty())?;
+    blocks.remove(at);
+    Some(())
+}
+
+/// The first receipt with a matching log (the first transaction a block ships) taken out of
+/// its block, with that transaction: the block's logs as if the transaction had none.
+fn leave_a_receipt_out(blocks: &mut [LogsRangeBlock]) -> Option<()> {
+    let block = blocks.iter_mut().find(|b| !b.txs.is_empty())?;
+    let mut txs = block.txs.to_vec();
+    let index = usize::try_from(txs.remove(0).transaction_index).ok()?;
+    let mut receipts = block.receipts.to_vec();
+    (index < receipts.len()).then(|| receipts.remove(index))?;
+    block.txs = VariableList::new(txs).ok()?;
+    block.receipts = VariableList::new(receipts).ok()?;
+    Some(())
 }
 
 /// POSTs `body` to `url`: the answer with its status and content type.
