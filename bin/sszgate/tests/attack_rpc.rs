@@ -11,7 +11,8 @@
 //! refusals prove nothing; the rows of 1, 100 and 300 seats must not be accepted. The
 //! lying-prover rows run on the same chain: every row refused or answered with geth's answer —
 //! a log left out by a prover that proves fewer blocks than the range asked, and a whole block
-//! taken out of the range proof, included (eth_getLogs proofs cover every block of the range).
+//! taken out of the range proof, included (eth_getLogs proofs cover every block of the range);
+//! a matching receipt taken out of its block is refused by the block's receipts root.
 
 use std::{
     path::{Path, PathBuf},
@@ -27,6 +28,10 @@ const LOGS_LEFT_OUT: [&str; 2] = [
     "eth_getLogs over two blocks with logs answered with one block's proof (a log left out)",
     "eth_getLogs over a range answered with a whole block left out of the range proof",
 ];
+/// The lying-prover row that takes a matching receipt out of its block: refused by the body
+/// root (the remaining receipts do not make the proven receiptsRoot).
+const RECEIPT_LEFT_OUT: &str =
+    "eth_getLogs over a range answered with a matching receipt left out of its block";
 /// Every client attack the campaign must run.
 const CLIENT_ATTACKS: [&str; 7] = [
     "slowloris: head",
@@ -153,20 +158,24 @@ fn the_rpc_campaign_accepts_no_wrong_answer_and_every_target_lives() {
 }
 
 /// The lying-prover rows ran: each refused or answered with geth's answer (the eth_getLogs
-/// completeness rows refused, with the check `completeness`), the verifier alive and
-/// answering afterwards.
+/// completeness rows refused, with the check `completeness`; the receipt left out, with
+/// `body_root`), the verifier alive and answering afterwards.
 fn check_lying_prover(rows: &[Value], stdout: &str) {
     let lying: Vec<&Value> = rows
         .iter()
         .filter(|r| r["group"] == "lying prover")
         .collect();
-    assert_eq!(lying.len(), 5, "the five lying-prover rows:\n{stdout}");
+    assert_eq!(lying.len(), 6, "the six lying-prover rows:\n{stdout}");
     for row in lying {
         let verdict = row["verdict"].as_str().unwrap_or("");
         assert!(matches!(verdict, "refused" | "truth"), "{row}\n{stdout}");
         if LOGS_LEFT_OUT.contains(&row["attack"].as_str().unwrap_or("")) {
             assert_eq!(verdict, "refused", "{row}\n{stdout}");
             assert_eq!(row["check"], "completeness", "{row}\n{stdout}");
+        }
+        if row["attack"] == RECEIPT_LEFT_OUT {
+            assert_eq!(verdict, "refused", "{row}\n{stdout}");
+            assert_eq!(row["check"], "body_root", "{row}\n{stdout}");
         }
         assert_eq!(row["alive"], true, "died: {row}");
         assert_eq!(row["failures"].as_array().map_or(0, Vec::len), 0, "{row}");
