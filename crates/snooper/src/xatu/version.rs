@@ -25,7 +25,12 @@ pub fn jwt_secret(value: &str) -> Result<JwtSecret, String> {
     let value = value.trim();
     let is_path = ["/", "./", "../"].iter().any(|p| value.starts_with(p));
     let hex = if is_path {
-        std::fs::read_to_string(value).map_err(|e| format!("--jwt-secret {value}: {e}"))?
+        // 64 hex digits, perhaps a 0x and a newline: more than 1 KiB is not a secret.
+        let mut text = String::new();
+        let file = std::fs::File::open(value).map_err(|e| format!("--jwt-secret {value}: {e}"))?;
+        std::io::Read::read_to_string(&mut std::io::Read::take(file, 1024), &mut text)
+            .map_err(|e| format!("--jwt-secret {value}: {e}"))?;
+        text
     } else {
         value.to_string()
     };
