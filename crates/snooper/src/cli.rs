@@ -399,7 +399,7 @@ pub fn help() -> String {
     );
     for f in FLAGS.iter().filter(|f| !f.help.is_empty()) {
         let short = f.short.map_or("    ".to_string(), |c| format!("-{c}, "));
-        let value = if f.kind == Kind::Value { " VALUE" } else { "" };
+        let value = if f.kind == Kind::Bool { "" } else { " VALUE" };
         let name = format!("{short}--{}{value}", f.long);
         out.push_str(&format!("  {name:<28} {} (env: {})\n", f.help, f.env));
     }
