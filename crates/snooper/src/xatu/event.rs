@@ -6,6 +6,7 @@
 //!
 //! Not here: the encodings (`wire`), the queue (`sink`).
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::wire::{Execution, GetBlobs, NewPayload};
@@ -19,13 +20,26 @@ pub enum Seen {
     ClientVersion(Execution),
 }
 
-/// Reads one JSON-RPC call (`request`, `response` bodies); `None` for calls xatu ignores.
-pub fn read(request: &[u8], response: &[u8]) -> Option<Seen> {
+/// Versioned hashes kept per getBlobs event at most (the Engine API allows 128 per call):
+/// a peer's oversized call cannot make the queue hold gigabytes. `requested_count` stays true.
+pub const MAX_HASHES: usize = 1024;
+
+/// Reads one JSON-RPC call (`request`, and `response` — its body's frames, joined only for
+/// the methods xatu reads); `None` for calls xatu ignores.
+pub fn read(request: &[u8], response: &[Bytes]) -> Option<Seen> {
     let request: Value = serde_json::from_slice(request).ok()?;
     let method = request.get("method")?.as_str()?;
+    let read = [
+        "engine_newPayload",
+        "engine_getBlobs",
+        "engine_getClientVersion",
+    ];
+    if !read.iter().any(|m| method.starts_with(m)) {
+        return None;
+    }
     let params = request.get("params").and_then(Value::as_array);
     let params = params.map_or(&[][..], Vec::as_slice);
-    let answer: Option<Value> = serde_json::from_slice(response).ok();
+    let answer: Option<Value> = serde_json::from_slice(&response.concat()).ok();
     let answer = Answer::of(answer.as_ref());
     if let Some(version) = method.strip_prefix("engine_newPayload") {
         let p = new_payload(version, params, &answer);
@@ -109,12 +123,11 @@ fn new_payload(version: &str, params: &[Value], answer: &Answer) -> NewPayload {
 
 fn get_blobs(version: &str, params: &[Value], answer: &Answer) -> GetBlobs {
     let hashes = params.first().and_then(Value::as_array);
+    let hashes = hashes.map_or(&[][..], Vec::as_slice);
+    let strings = hashes.iter().filter_map(Value::as_str);
     let mut b = GetBlobs {
-        versioned_hashes: hashes.map_or_else(Vec::new, |h| {
-            h.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        }),
+        requested_count: u32::try_from(strings.clone().count()).unwrap_or(u32::MAX),
+        versioned_hashes: strings.take(MAX_HASHES).map(str::to_string).collect(),
         method_version: version.to_string(),
         ..GetBlobs::default()
     };
@@ -173,7 +186,10 @@ mod tests {
     use crate::xatu::wire::EventData;
 
     fn event(request: &str, response: &str) -> EventData {
-        match read(request.as_bytes(), response.as_bytes()) {
+        match read(
+            request.as_bytes(),
+            &[Bytes::copy_from_slice(response.as_bytes())],
+        ) {
             Some(Seen::Event(e)) => e,
             other => panic!("not an event: {other:?}"),
         }
@@ -246,10 +262,21 @@ mod tests {
     }
 
     #[test]
+    fn an_oversized_get_blobs_keeps_its_count_and_a_bounded_hash_list() {
+        let hashes = vec!["\"0x01\""; MAX_HASHES + 5].join(",");
+        let request = format!(r#"{{"method":"engine_getBlobsV1","params":[[{hashes}]]}}"#);
+        let EventData::GetBlobs(b) = event(&request, r#"{"error":{"message":"too large"}}"#) else {
+            panic!("kind")
+        };
+        assert_eq!(b.requested_count as usize, MAX_HASHES + 5);
+        assert_eq!(b.versioned_hashes.len(), MAX_HASHES);
+    }
+
+    #[test]
     fn client_version_parts() {
         let request = br#"{"method":"engine_getClientVersionV1","params":[]}"#;
         let answer = br#"{"result":[{"code":"GE","name":"Geth","version":"1.17.8-stable","commit":"0xdeadbeef"}]}"#;
-        let Some(Seen::ClientVersion(x)) = read(request, answer) else {
+        let Some(Seen::ClientVersion(x)) = read(request, &[Bytes::from_static(answer)]) else {
             panic!("no version")
         };
         assert_eq!(x.implementation, "Geth");
@@ -258,6 +285,6 @@ mod tests {
             (x.major.as_str(), x.minor.as_str(), x.patch.as_str()),
             ("1", "17", "8")
         );
-        assert_eq!(read(br#"{"method":"eth_chainId"}"#, b"{}"), None);
+        assert_eq!(read(br#"{"method":"eth_chainId"}"#, &[]), None);
     }
 }

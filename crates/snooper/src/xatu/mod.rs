@@ -92,8 +92,7 @@ impl Xatu {
         if exchange.response_encoding.is_some() {
             return; // compressed answers are not read (the Engine API does not compress)
         }
-        let response = exchange.response.concat();
-        match event::read(&exchange.request, &response) {
+        match event::read(&exchange.request, &exchange.response) {
             Some(Seen::ClientVersion(execution)) => self.set_execution(execution),
             Some(Seen::Event(data)) => self.publish(data, exchange.duration, ended),
             None => {}

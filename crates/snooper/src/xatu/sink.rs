@@ -271,3 +271,68 @@ fn ndjson(batch: &[Event]) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use super::*;
+    use crate::xatu::wire::{ClientMeta, EventData, GetBlobs};
+
+    fn event() -> Event {
+        Event {
+            client: Arc::new(ClientMeta::default()),
+            id: "id".into(),
+            date_time: UNIX_EPOCH,
+            requested_at: SystemTime::now(),
+            duration_ms: 1,
+            data: EventData::GetBlobs(GetBlobs::default()),
+        }
+    }
+
+    fn bounds(queue: usize) -> Bounds {
+        Bounds {
+            max_queue_size: queue,
+            max_export_batch_size: 4,
+            workers: 1,
+            batch_timeout: Duration::from_millis(10),
+            export_timeout: Duration::from_secs(1),
+            keepalive: Duration::from_secs(150),
+            keepalive_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// A port nothing listens on (bound, then closed).
+    fn dead_address() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_full_queue_drops_and_counts_without_waiting() {
+        let sink = Sink::start(Output::Xatu(dead_address()), bounds(8), Vec::new());
+        // The exporter task has not run yet (one thread, no await): the queue takes 8.
+        for _ in 0..20 {
+            sink.offer(event());
+        }
+        assert_eq!(sink.counts.dropped_full.load(Ordering::Relaxed), 12);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_export_drops_its_batch_and_counts_it() {
+        let sink = Sink::start(
+            Output::Http(format!("http://{}/", dead_address())),
+            bounds(64),
+            Vec::new(),
+        );
+        for _ in 0..6 {
+            sink.offer(event());
+        }
+        while sink.counts.dropped_failed.load(Ordering::Relaxed) < 6 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(sink.counts.dropped_failed.load(Ordering::Relaxed), 6);
+        assert_eq!(sink.counts.exported.load(Ordering::Relaxed), 0);
+        assert_eq!(sink.counts.dropped_full.load(Ordering::Relaxed), 0);
+    }
+}

@@ -85,7 +85,7 @@ async fn ask(target: &str, jwt: Option<&JwtSecret>) -> Result<super::wire::Execu
         .collect()
         .await;
     let body = body.map_err(|e| e.to_string())?.to_bytes();
-    match event::read(QUESTION.as_bytes(), &body) {
+    match event::read(QUESTION.as_bytes(), &[body]) {
         Some(event::Seen::ClientVersion(execution)) => Ok(execution),
         _ => Err("no client version in the answer".into()),
     }

@@ -115,7 +115,9 @@ pub struct NewPayload {
 /// `ExecutionEngineGetBlobs`'s own fields.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GetBlobs {
-    /// `versioned_hashes` (and `requested_count`, their number).
+    /// `requested_count`: the versioned hashes asked for.
+    pub requested_count: u32,
+    /// `versioned_hashes` (the first `event::MAX_HASHES`).
     pub versioned_hashes: Vec<String>,
     /// `returned_count`.
     pub returned_count: u32,
@@ -281,7 +283,7 @@ fn new_payload(m: &mut Message, p: &NewPayload) {
 }
 
 fn get_blobs(m: &mut Message, b: &GetBlobs) {
-    m.message(4, wrapper(b.versioned_hashes.len() as u64));
+    m.message(4, wrapper(b.requested_count.into()));
     for hash in &b.versioned_hashes {
         m.bytes(5, hash.as_bytes());
     }
@@ -402,7 +404,7 @@ fn new_payload_json(p: &NewPayload) -> Map<String, Value> {
 
 fn get_blobs_json(b: &GetBlobs) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("requested_count".into(), json!(b.versioned_hashes.len()));
+    m.insert("requested_count".into(), json!(b.requested_count));
     put(&mut m, "versioned_hashes", json!(b.versioned_hashes));
     m.insert("returned_count".into(), json!(b.returned_count));
     put(&mut m, "status", json!(b.status));
