@@ -114,7 +114,7 @@ impl XatuServer {
             .stderr(log)
             .spawn()
             .unwrap();
-        self.restarted = Some(KillOnDrop(child));
+        self.restarted = Some(KillOnDrop::new(child));
         wait_for("the server's port open again", || {
             TcpStream::connect(self.grpc()).is_ok()
         });
@@ -274,12 +274,12 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
     sg_args.extend(xatu_flags("sszgate-1", &server.grpc()));
     sg_args.push(state.engine_url.clone());
     let sg_log = dir.path().join("sszgate.log");
-    let sszgate = start(
+    let sszgate = KillOnDrop::new(start(
         Path::new(env!("CARGO_BIN_EXE_sszgate")),
         &[vec!["snooper".into()], sg_args].concat(),
         &sg_log,
         sg_port,
-    );
+    ));
     let mut rs_args = vec![
         format!("-b=127.0.0.1"),
         format!("-p={rs_port}"),
@@ -289,7 +289,7 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
     rs_args.extend(xatu_flags("rpc-snooper-1", &server.grpc()));
     rs_args.push(format!("http://127.0.0.1:{sg_port}"));
     let rs_log = dir.path().join("rpc-snooper.log");
-    let snooper = KillOnDrop(start(
+    let snooper = KillOnDrop::new(start(
         &rpc_snooper.join("bin/snooper"),
         &rs_args,
         &rs_log,
@@ -360,7 +360,7 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
         .filter(|e| e["EXECUTION_ENGINE_NEW_PAYLOAD"]["status"] == "VALID");
     assert!(valid.count() >= 3, "{sg:?}");
     drop(snooper); // rpc-snooper ends on SIGTERM with the signal's status: killed instead
-    common::terminate(sszgate);
+    sszgate.terminate();
     drop(devnet);
 }
 
@@ -415,7 +415,7 @@ fn a_stopped_xatu_server_drops_and_counts_and_publishing_resumes() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let _el = KillOnDrop(el);
+    let _el = KillOnDrop::new(el);
     wait_for("the stand-in EL", || {
         TcpStream::connect(("127.0.0.1", el_port)).is_ok()
     });
@@ -430,7 +430,12 @@ fn a_stopped_xatu_server_drops_and_counts_and_publishing_resumes() {
     args.extend(["--xatu-export-timeout".into(), "2s".into()]);
     args.push(format!("http://127.0.0.1:{el_port}"));
     let log = dir.path().join("sszgate.log");
-    let sszgate = start(Path::new(env!("CARGO_BIN_EXE_sszgate")), &args, &log, port);
+    let sszgate = KillOnDrop::new(start(
+        Path::new(env!("CARGO_BIN_EXE_sszgate")),
+        &args,
+        &log,
+        port,
+    ));
     let addr = format!("127.0.0.1:{port}");
     wait_for("the EL's version", || {
         read(&log).contains("fetched execution metadata")
@@ -478,15 +483,31 @@ fn a_stopped_xatu_server_drops_and_counts_and_publishing_resumes() {
         "dropped events arrived: {seen:?}"
     );
     assert_eq!(dropped_total(&read(&log)), 20, "{}", read(&log));
-    common::terminate(sszgate);
+    sszgate.terminate();
 }
 
-/// A child process killed when the test ends, however it ends.
-struct KillOnDrop(Child);
+/// A child process killed when the test ends, however it ends (a failed assertion
+/// included), unless [`KillOnDrop::terminate`] ended it first.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn new(child: Child) -> KillOnDrop {
+        KillOnDrop(Some(child))
+    }
+
+    /// SIGTERM, and a check that the process ended cleanly.
+    fn terminate(mut self) {
+        if let Some(child) = self.0.take() {
+            common::terminate(child);
+        }
+    }
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
