@@ -2,13 +2,17 @@
 //! line (`sszgate-snooper`'s parser) turned into `sszgate proxy`'s arguments — the target as
 //! `--upstream`, `-b`/`-p` as `--listen`, `--metrics-port` as `--metrics`, every call relayed
 //! as it comes (`--upstream-transport relay`, as rpc-snooper does), sszgate's own proxy flags
-//! as given — then the proxy run with the rpc-snooper front before it.
+//! as given — then the proxy run with the rpc-snooper front before it (and its xatu
+//! publisher with `--xatu-enabled`).
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
-use sszgate_snooper::{Action, SnooperCli, SnooperFront};
+use sszgate_snooper::{
+    Action, SnooperCli, SnooperFront,
+    xatu::{Xatu, version},
+};
 
 use crate::proxy::{self, ProxyArgs};
 
@@ -50,7 +54,7 @@ pub(crate) fn run(args: Vec<String>) -> Result<()> {
     tracing::info!(version = %format!("sszgate-{}", env!("CARGO_PKG_VERSION")), "initializing rpc-snooper");
     tracing::info!("target url: {target}");
     let proxy_args = proxy_args(&cli, &target)?;
-    proxy::run_with(proxy_args, Some(make_front(cli)))
+    proxy::run_with(proxy_args, Some(make_front(cli, target)))
 }
 
 /// `sszgate proxy`'s arguments from rpc-snooper's command line.
@@ -79,10 +83,34 @@ fn proxy_args(cli: &SnooperCli, target: &str) -> Result<ProxyArgs> {
     Ok(ProxyOnly::from_arg_matches(&matches)?.proxy)
 }
 
-/// The front's maker: the rpc-snooper front, and its API server when `--api-port` is given.
-fn make_front(cli: SnooperCli) -> proxy::MakeFront {
+/// The front's maker: the rpc-snooper front, its API server when `--api-port` is given, and
+/// its xatu publisher (asking `target` for the EL's version) with `--xatu-enabled`.
+fn make_front(cli: SnooperCli, target: String) -> proxy::MakeFront {
+    // As rpc-snooper: an unreadable secret only leaves the version question unsigned.
+    let jwt = cli.jwt_secret.as_deref().filter(|_| cli.xatu.is_some());
+    let jwt = jwt.and_then(|s| {
+        version::jwt_secret(s)
+            .inspect_err(|e| tracing::error!(error = %e, "JWT secret unreadable"))
+            .ok()
+    });
     Box::new(move |config, recorder| {
-        let front = SnooperFront::start(config, recorder, cli.api.on_proxy_port, cli.log.clone());
+        let xatu = cli.xatu.as_ref().map(|settings| {
+            let xatu = Xatu::start(settings);
+            tokio::spawn(version::keep_asking(
+                xatu.clone(),
+                target.clone(),
+                jwt.clone(),
+            ));
+            tracing::info!(outputs = settings.outputs.len(), "xatu service started");
+            xatu
+        });
+        let front = SnooperFront::start(
+            config,
+            recorder,
+            cli.api.on_proxy_port,
+            cli.log.clone(),
+            xatu,
+        );
         if let Some(addr) = cli.api.listen {
             let (front, users) = (front.clone(), Arc::new(cli.api.auth.clone()));
             tokio::spawn(async move {

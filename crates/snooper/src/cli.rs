@@ -72,6 +72,8 @@ pub struct SnooperCli {
     pub log: LogSettings,
     /// sszgate proxy flags given among rpc-snooper's, in order, for the proxy's parser.
     pub proxy_args: Vec<String>,
+    /// The xatu output, with `--xatu-enabled`.
+    pub xatu: Option<crate::xatu::XatuSettings>,
 }
 
 /// A command line that cannot run, naming the flag or value at fault.
@@ -121,15 +123,9 @@ pub enum CliError {
 enum Kind {
     Bool,
     Value,
-    /// rpc-snooper's flag, refused here (xatu output: not implemented yet).
-    Refused(Kind2),
-}
-
-/// The value kind of a refused flag, so that its value is consumed before refusing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind2 {
-    Bool,
-    Value,
+    /// A repeatable value (pflag's string slice): each occurrence comma-split and added,
+    /// the first replacing the environment's list.
+    List,
 }
 
 /// One rpc-snooper flag: long name, shorthand, kind, environment variable.
@@ -156,9 +152,6 @@ const fn flag(
         help,
     }
 }
-
-const XATU_BOOL: Kind = Kind::Refused(Kind2::Bool);
-const XATU_VALUE: Kind = Kind::Refused(Kind2::Value);
 
 /// rpc-snooper's flags (its `cmd/snooper/main.go`), and `--log-skip`.
 const FLAGS: &[Flag] = &[
@@ -277,25 +270,115 @@ const FLAGS: &[Flag] = &[
     flag(
         "xatu-enabled",
         None,
-        XATU_BOOL,
+        Kind::Bool,
         "SNOOPER_XATU_ENABLED",
-        "xatu publishing: not implemented yet",
+        "Publish Engine API events to xatu",
     ),
-    flag("xatu-name", None, XATU_VALUE, "", ""),
-    flag("xatu-network-name", None, XATU_VALUE, "", ""),
-    flag("xatu-network-id", None, XATU_VALUE, "", ""),
-    flag("xatu-output", None, XATU_VALUE, "", ""),
-    flag("xatu-label", None, XATU_VALUE, "", ""),
-    flag("xatu-tls", None, XATU_BOOL, "", ""),
-    flag("xatu-header", None, XATU_VALUE, "", ""),
-    flag("xatu-max-queue-size", None, XATU_VALUE, "", ""),
-    flag("xatu-max-export-batch-size", None, XATU_VALUE, "", ""),
-    flag("xatu-workers", None, XATU_VALUE, "", ""),
-    flag("xatu-batch-timeout", None, XATU_VALUE, "", ""),
-    flag("xatu-export-timeout", None, XATU_VALUE, "", ""),
-    flag("xatu-keepalive-enabled", None, XATU_BOOL, "", ""),
-    flag("xatu-keepalive-time", None, XATU_VALUE, "", ""),
-    flag("xatu-keepalive-timeout", None, XATU_VALUE, "", ""),
+    flag(
+        "xatu-name",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_NAME",
+        "Instance name in xatu events (required with --xatu-enabled)",
+    ),
+    flag(
+        "xatu-network-name",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_NETWORK_NAME",
+        "Network name in xatu events (required)",
+    ),
+    flag(
+        "xatu-network-id",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_NETWORK_ID",
+        "Network id in xatu events (required, non-zero)",
+    ),
+    flag(
+        "xatu-output",
+        None,
+        Kind::List,
+        "SNOOPER_XATU_OUTPUTS",
+        "xatu:HOST:PORT, http:URL or stdout (repeatable)",
+    ),
+    flag(
+        "xatu-label",
+        None,
+        Kind::List,
+        "SNOOPER_XATU_LABELS",
+        "key=value label on xatu events (repeatable)",
+    ),
+    flag(
+        "xatu-tls",
+        None,
+        Kind::Bool,
+        "SNOOPER_XATU_TLS",
+        "TLS to the xatu server: refused (plaintext gRPC only)",
+    ),
+    flag(
+        "xatu-header",
+        None,
+        Kind::List,
+        "SNOOPER_XATU_HEADERS",
+        "name=value header / gRPC metadata (repeatable)",
+    ),
+    flag(
+        "xatu-max-queue-size",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_MAX_QUEUE_SIZE",
+        "Events queued before dropping (default 51200)",
+    ),
+    flag(
+        "xatu-max-export-batch-size",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_MAX_EXPORT_BATCH_SIZE",
+        "Events per export (default 512)",
+    ),
+    flag(
+        "xatu-workers",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_WORKERS",
+        "Exports in flight (default 5)",
+    ),
+    flag(
+        "xatu-batch-timeout",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_BATCH_TIMEOUT",
+        "Wait for a partial batch (default 5s)",
+    ),
+    flag(
+        "xatu-export-timeout",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_EXPORT_TIMEOUT",
+        "Limit per export (default 30s)",
+    ),
+    flag(
+        "xatu-keepalive-enabled",
+        None,
+        Kind::Bool,
+        "SNOOPER_XATU_KEEPALIVE_ENABLED",
+        "gRPC keepalive (always on, as in rpc-snooper)",
+    ),
+    flag(
+        "xatu-keepalive-time",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_KEEPALIVE_TIME",
+        "gRPC keepalive ping interval (default 150s)",
+    ),
+    flag(
+        "xatu-keepalive-timeout",
+        None,
+        Kind::Value,
+        "SNOOPER_XATU_KEEPALIVE_TIMEOUT",
+        "gRPC keepalive answer limit (default 30s)",
+    ),
 ];
 
 /// rpc-snooper's flags whose value is a number (a port).
@@ -308,8 +391,6 @@ const RESERVED: &[(&str, &str)] = &[
     ("metrics", "--metrics-bind and --metrics-port"),
 ];
 
-const XATU_REFUSED: &str = "xatu publishing is not implemented yet in sszgate (drop the --xatu-* flags; sszgate records every call to its own stores)";
-
 /// The help text: rpc-snooper's flags as sszgate takes them.
 pub fn help() -> String {
     let mut out = String::from(
@@ -318,13 +399,10 @@ pub fn help() -> String {
     );
     for f in FLAGS.iter().filter(|f| !f.help.is_empty()) {
         let short = f.short.map_or("    ".to_string(), |c| format!("-{c}, "));
-        let value = if f.kind == Kind::Value { " VALUE" } else { "" };
+        let value = if f.kind == Kind::Bool { "" } else { " VALUE" };
         let name = format!("{short}--{}{value}", f.long);
         out.push_str(&format!("  {name:<28} {} (env: {})\n", f.help, f.env));
     }
-    out.push_str(
-        "  --xatu-*                     refused: xatu publishing is not implemented yet\n",
-    );
     out
 }
 
@@ -372,12 +450,6 @@ pub fn parse(
         if values.get(f.long).is_some_and(|v| !parses(v)) {
             values.given.retain(|(k, _)| *k != f.long);
         }
-    }
-    if values.get("xatu-enabled").and_then(parse_bool) == Some(true) {
-        return Err(CliError::Refused {
-            flag: "SNOOPER_XATU_ENABLED".into(),
-            why: XATU_REFUSED.into(),
-        });
     }
     let mut positional = Vec::new();
     let mut proxy_args = Vec::new();
@@ -441,11 +513,7 @@ fn take<'a>(
     rest: &mut impl Iterator<Item = &'a String>,
     values: &mut Values,
 ) -> Result<(), CliError> {
-    let kind = match f.kind {
-        Kind::Refused(Kind2::Bool) => Kind::Bool,
-        Kind::Refused(Kind2::Value) => Kind::Value,
-        kind => kind,
-    };
+    let kind = f.kind;
     let value = match (kind, inline) {
         (_, Some(v)) => v,
         (Kind::Bool, None) => "true".into(),
@@ -454,16 +522,16 @@ fn take<'a>(
             .cloned()
             .ok_or_else(|| CliError::NoValue(arg.to_string()))?,
     };
-    if matches!(f.kind, Kind::Refused(_)) {
-        return Err(CliError::Refused {
-            flag: format!("--{}", f.long),
-            why: XATU_REFUSED.into(),
-        });
-    }
     if kind == Kind::Bool && parse_bool(&value).is_none() {
         return Err(bad(&format!("--{}", f.long), &value, "a boolean"));
     }
-    values.set(f.long, value);
+    match (kind, values.get(f.long)) {
+        (Kind::List, Some(before)) => {
+            let joined = format!("{before},{value}");
+            values.set(f.long, joined);
+        }
+        _ => values.set(f.long, value),
+    }
     Ok(())
 }
 
@@ -576,6 +644,7 @@ fn resolve(
         jwt_secret: values.get("jwt-secret").map(str::to_string),
         log,
         proxy_args,
+        xatu: crate::xatu::settings::resolve(&|long| values.get(long).map(str::to_string))?,
     })
 }
 
@@ -607,7 +676,7 @@ fn list(text: &str) -> Vec<String> {
 }
 
 /// Go's `strconv.ParseBool`.
-fn parse_bool(value: &str) -> Option<bool> {
+pub(crate) fn parse_bool(value: &str) -> Option<bool> {
     match value {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),

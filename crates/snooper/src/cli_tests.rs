@@ -128,27 +128,53 @@ fn help_and_version_are_actions() {
 }
 
 #[test]
-fn xatu_flags_are_refused_by_name() {
-    for line in [
-        "--xatu-enabled http://el",
-        "--xatu-name=n http://el",
-        "--xatu-output xatu:host:8080 http://el",
-        "http://el --xatu-keepalive-enabled=false",
-    ] {
-        let err = parse_with(line, &[]).unwrap_err();
-        let flag = line
-            .split_whitespace()
-            .find(|a| a.starts_with("--xatu"))
-            .unwrap();
-        let name = flag.split('=').next().unwrap();
-        assert!(
-            matches!(&err, CliError::Refused { flag, .. } if flag == name),
-            "{line}: {err}"
-        );
-        assert!(err.to_string().contains("not implemented yet"), "{err}");
-    }
-    let err = parse_with("http://el", &[("SNOOPER_XATU_ENABLED", "true")]).unwrap_err();
-    assert!(err.to_string().contains("SNOOPER_XATU_ENABLED"), "{err}");
+fn xatu_flags_resolve_with_repeats_and_environment_lists() {
+    use crate::xatu::sink::Output;
+    let base = "--xatu-enabled --xatu-name n --xatu-network-name testnet --xatu-network-id 7";
+    let cli = ok(&format!(
+        "{base} --xatu-output xatu:h:8080 --xatu-output=stdout --xatu-label b=2,a=1 \
+         --xatu-header authorization=Basic%20x --xatu-batch-timeout 200ms http://el"
+    ));
+    let xatu = cli.xatu.expect("xatu settings");
+    assert_eq!(
+        xatu.outputs,
+        [Output::Xatu("h:8080".into()), Output::Stdout]
+    );
+    assert_eq!(
+        xatu.labels,
+        [("a".into(), "1".into()), ("b".into(), "2".into())]
+    );
+    assert_eq!(xatu.headers, [("authorization".into(), "Basic%20x".into())]);
+    assert_eq!(
+        xatu.bounds.batch_timeout,
+        std::time::Duration::from_millis(200)
+    );
+    assert_eq!(ok("http://el").xatu, None);
+    // The environment's list is replaced by the flags', not added to.
+    let env = [
+        ("SNOOPER_XATU_ENABLED", "true"),
+        ("SNOOPER_XATU_NAME", "n"),
+        ("SNOOPER_XATU_NETWORK_NAME", "t"),
+        ("SNOOPER_XATU_NETWORK_ID", "1"),
+        ("SNOOPER_XATU_OUTPUTS", "stdout,xatu:e:1"),
+    ];
+    let from_env = parse_with("http://el", &env).unwrap().xatu.unwrap();
+    assert_eq!(
+        from_env.outputs,
+        [Output::Stdout, Output::Xatu("e:1".into())]
+    );
+    let flags_win = parse_with("--xatu-output xatu:f:2 http://el", &env).unwrap();
+    assert_eq!(
+        flags_win.xatu.unwrap().outputs,
+        [Output::Xatu("f:2".into())]
+    );
+    let err = parse_with("--xatu-tls http://el", &env).unwrap_err();
+    assert!(
+        matches!(&err, CliError::Refused { flag, .. } if flag == "--xatu-tls"),
+        "{err}"
+    );
+    let err = parse_with("--xatu-network-id=0 http://el", &env).unwrap_err();
+    assert!(err.to_string().contains("--xatu-network-id"), "{err}");
 }
 
 #[test]

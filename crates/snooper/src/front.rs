@@ -5,7 +5,7 @@
 //! worker through a bounded queue, never waited for: past the bound, calls are dropped from
 //! the log and counted ([`SnooperFront::dropped`]), the relay goes on.
 //!
-//! Not here: the API's answers (`api`), the log lines (`log`).
+//! Not here: the API's answers (`api`), the log lines (`log`), the xatu events (`xatu`).
 
 use std::{
     convert::Infallible,
@@ -14,6 +14,7 @@ use std::{
         Arc, Weak,
         atomic::{AtomicU64, Ordering},
     },
+    time::SystemTime,
 };
 
 use http::{Request, Response, StatusCode};
@@ -27,6 +28,7 @@ use crate::{
     api::{self, API_PREFIX, Flow},
     cli::LogSettings,
     modules::{self, CONTROL_PATH, Hub},
+    xatu::Xatu,
 };
 
 /// Calls waiting for the worker at most; past it they are dropped from the log and counted.
@@ -40,22 +42,24 @@ pub struct SnooperFront {
     api_on_proxy_port: bool,
     calls: AtomicU64,
     dropped: AtomicU64,
-    queue: mpsc::Sender<(u64, Exchange)>,
+    queue: mpsc::Sender<(u64, Exchange, SystemTime)>,
     hub: Arc<Hub>,
 }
 
 impl SnooperFront {
     /// A front for the proxy whose config `config` will be (built with
-    /// `Arc::new_cyclic`), with its worker writing the log to stderr. Needs a runtime.
+    /// `Arc::new_cyclic`), with its worker writing the log to stderr and handing calls to
+    /// `xatu` when given. Needs a runtime.
     pub fn start(
         config: Weak<ProxyConfig>,
         recorder: Arc<Recorder>,
         api_on_proxy_port: bool,
         log: LogSettings,
+        xatu: Option<Arc<Xatu>>,
     ) -> Arc<SnooperFront> {
         let (queue, calls) = mpsc::channel(QUEUE);
         let hub = Arc::new(Hub::default());
-        tokio::spawn(worker(calls, log, hub.clone()));
+        tokio::spawn(worker(calls, log, hub.clone(), xatu));
         Arc::new(SnooperFront {
             config,
             recorder,
@@ -136,21 +140,33 @@ impl Front for SnooperFront {
 
     fn observe(&self, exchange: Exchange) {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.queue.try_send((n, exchange)).is_err() {
+        if self
+            .queue
+            .try_send((n, exchange, SystemTime::now()))
+            .is_err()
+        {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
-/// Writes the log lines of each call and queues its module events, in the order the calls
-/// ended.
-async fn worker(mut calls: mpsc::Receiver<(u64, Exchange)>, log: LogSettings, hub: Arc<Hub>) {
+/// Writes the log lines of each call, queues its module events and its xatu event, in the
+/// order the calls ended.
+async fn worker(
+    mut calls: mpsc::Receiver<(u64, Exchange, SystemTime)>,
+    log: LogSettings,
+    hub: Arc<Hub>,
+    xatu: Option<Arc<Xatu>>,
+) {
     use std::io::Write;
-    while let Some((n, exchange)) = calls.recv().await {
+    while let Some((n, exchange, ended)) = calls.recv().await {
         if let Some(lines) = crate::log::call_lines(n, &exchange, &log) {
             let _ = std::io::stderr().lock().write_all(lines.as_bytes());
         }
         hub.deliver(n, &exchange);
+        if let Some(xatu) = &xatu {
+            xatu.observe(&exchange, ended);
+        }
     }
 }
 

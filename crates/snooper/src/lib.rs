@@ -14,6 +14,7 @@ pub mod log;
 pub mod modules;
 #[cfg(test)]
 mod testing;
+pub mod xatu;
 
 pub use cli::{Action, ApiSettings, CliError, LogSettings, SnooperCli, parse};
 pub use front::{SnooperFront, serve_api};

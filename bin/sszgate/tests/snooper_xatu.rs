@@ -1,0 +1,513 @@
+//! sszgate's `--xatu-*` output against a real xatu server (v1.8.1, built by
+//! `../shared/tools/xatu/build.sh`): rpc-snooper and sszgate, chained in front of a real geth
+//! so that both see the very same calls, publish to the same server, and the server's
+//! events are equal field by field; and with the server stopped, the relay goes on, the
+//! events are dropped and counted, and publishing resumes once it is back.
+//!
+//! Differences from rpc-snooper's events, by design: `meta.client.implementation`
+//! (`sszgate`) and `meta.client.version` (sszgate's); per event, `event.id` (a fresh UUID),
+//! `event.date_time`, `requested_at` and `duration_ms` (each proxy's own clock and round
+//! trip: rpc-snooper's includes sszgate's relay here) — the test leaves exactly those out.
+//!
+//! Needs geth, rpc-snooper (`SSZGATE_RPC_SNOOPER` or `~/.cache/rpc-snooper-6452c11`), the
+//! xatu binary (`SSZGATE_XATU` or `~/.cache/xatu-v1.8.1/bin/xatu`) and python3. Locally a
+//! missing one skips loudly; under `CI=true` it is a failure.
+
+mod common;
+
+use std::{
+    collections::BTreeMap,
+    net::TcpStream,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use sszgate_drive::{
+    DriveConfig, Driver, EngineTransport, EthRpc,
+    devnet::{Devnet, DevnetConfig, ElKind, find_geth},
+};
+use sszgate_engine::Fork;
+use sszgate_gateway::JwtSecret;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn skip(what: &str, install: &str) {
+    assert!(!in_ci(), "{what} is missing under CI: {install}");
+    eprintln!("\n!!!!!!!! SKIPPED: snooper xatu test: no {what} ({install}) !!!!!!!!\n");
+}
+
+/// A built tool: `env` if set, else `default` under `$HOME`; a loud skip when absent.
+fn tool(env: &str, default: &str, install: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(env)
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(default)))
+        .filter(|p| p.exists());
+    if path.is_none() {
+        skip(default, install);
+    }
+    path
+}
+
+fn shared_tools() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools")
+}
+
+/// A xatu server from the shared kit's `run.sh`, killed on drop.
+struct XatuServer {
+    info: Value,
+    run: PathBuf,
+    xatu: PathBuf,
+    server: Option<u32>,
+    restarted: Option<KillOnDrop>,
+}
+
+impl XatuServer {
+    fn start(xatu: &Path, run: &Path) -> XatuServer {
+        let out = Command::new("bash")
+            .arg(shared_tools().join("xatu/run.sh"))
+            .env("XATU", xatu)
+            .env("RUN", run)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "run.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let server = info["pids"]["xatu"].as_u64().map(|p| p as u32);
+        XatuServer {
+            info,
+            run: run.to_path_buf(),
+            xatu: xatu.to_path_buf(),
+            server,
+            restarted: None,
+        }
+    }
+
+    fn grpc(&self) -> String {
+        self.info["grpc"].as_str().unwrap().to_string()
+    }
+
+    /// Stops the server (the receiver stays), and waits until its port refuses.
+    fn stop(&mut self) {
+        if let Some(pid) = self.server.take() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            wait_for("the server's port closed", || {
+                TcpStream::connect(self.grpc()).is_err()
+            });
+        }
+    }
+
+    /// Starts the server again on the same config (the same port).
+    fn restart(&mut self) {
+        let log = std::fs::File::create(self.run.join("xatu2.log")).unwrap();
+        let child = Command::new(&self.xatu)
+            .args(["server", "--config"])
+            .arg(self.run.join("server.yaml"))
+            .args(["--log-format", "json"])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.restarted = Some(KillOnDrop::new(child));
+        wait_for("the server's port open again", || {
+            TcpStream::connect(self.grpc()).is_ok()
+        });
+    }
+
+    /// Every event the server has written, as JSON.
+    fn events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.run.join("events.ndjson")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The events from the client named `name`.
+    fn events_from(&self, name: &str) -> Vec<Value> {
+        let from = |e: &Value| e["meta"]["client"]["name"] == name;
+        self.events().into_iter().filter(from).collect()
+    }
+}
+
+impl Drop for XatuServer {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(shared_tools().join("xatu/down.sh"))
+            .arg(&self.run)
+            .status();
+        if let Some(pid) = self.server {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// Waits (at most two minutes) until `check` holds.
+fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts `program args` with stdout and stderr to `log`; returns once `port` listens.
+fn start(program: &Path, args: &[String], log: &Path, port: u16) -> Child {
+    let file = std::fs::File::create(log).unwrap();
+    let child = Command::new(program)
+        .args(args)
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&format!("{program:?} on port {port}"), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    child
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// rpc-snooper's xatu flags for an instance named `name` publishing to `grpc`.
+fn xatu_flags(name: &str, grpc: &str) -> Vec<String> {
+    format!(
+        "--xatu-enabled --xatu-name {name} --xatu-network-name testnet --xatu-network-id 1337 \
+         --xatu-output xatu:{grpc} --xatu-batch-timeout 200ms --xatu-label role=test"
+    )
+    .split_whitespace()
+    .map(str::to_string)
+    .collect()
+}
+
+/// An event with what legitimately differs between two proxies left out (see the header).
+fn comparable(event: &Value) -> Value {
+    let mut e = event.clone();
+    let name = e["event"]["name"].as_str().unwrap().to_string();
+    for field in ["date_time", "id"] {
+        e["event"].as_object_mut().unwrap().remove(field);
+    }
+    for field in ["requested_at", "duration_ms"] {
+        e[&name].as_object_mut().unwrap().remove(field);
+    }
+    let meta = e["meta"].as_object_mut().unwrap();
+    meta.remove("server");
+    let client = meta["client"].as_object_mut().unwrap();
+    for field in ["name", "version", "implementation"] {
+        client.remove(field);
+    }
+    e
+}
+
+/// The events of `events` by kind, comparable, sorted.
+fn by_kind(events: &[Value]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in events {
+        let kind = e["event"]["name"].as_str().unwrap().to_string();
+        out.entry(kind).or_default().push(comparable(e).to_string());
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+/// A JSON-RPC call with a fresh JWT to `addr`; the answer's body.
+fn engine_call(addr: &str, secret: &JwtSecret, body: &str) -> String {
+    let bearer = format!("Bearer {}", secret.token());
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", bearer.as_str()),
+    ];
+    let (status, answer) = common::request(addr, "POST", "/", &headers, body.as_bytes());
+    assert_eq!(status, 200, "{body}: {}", String::from_utf8_lossy(&answer));
+    String::from_utf8(answer).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
+    if find_geth(Path::new(".")).is_none() {
+        return skip("geth", "scripts/install-geth.sh, or SSZGATE_GETH");
+    }
+    let build = "bash ../shared/tools/rpc-snooper/build.sh, or SSZGATE_RPC_SNOOPER";
+    let Some(rpc_snooper) = tool("SSZGATE_RPC_SNOOPER", ".cache/rpc-snooper-6452c11", build) else {
+        return;
+    };
+    let build = "bash ../shared/tools/xatu/build.sh, or SSZGATE_XATU";
+    let Some(xatu) = tool("SSZGATE_XATU", ".cache/xatu-v1.8.1/bin/xatu", build) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = XatuServer::start(&xatu, &dir.path().join("xatu"));
+    let config = DevnetConfig {
+        dir: dir.path().join("devnet"),
+        el: ElKind::Geth,
+        fork: Fork::Osaka,
+        max_blobs: 6,
+        proxy_binary: None,
+        lodestar: None,
+    };
+    let devnet = Devnet::up(&config).await.unwrap();
+    let state = devnet.state.clone();
+    let secret_hex = state.secret_hex().unwrap();
+    let jwt_file = dir.path().join("jwt.hex");
+    std::fs::write(&jwt_file, &secret_hex).unwrap();
+    let jwt_file = jwt_file.to_str().unwrap().to_string();
+    // driver -> rpc-snooper -> sszgate -> geth: both proxies see the same calls.
+    let (sg_port, rs_port) = (common::free_port(), common::free_port());
+    let mut sg_args = vec![
+        format!("-b=127.0.0.1"),
+        format!("-p={sg_port}"),
+        "--no-color".into(),
+    ];
+    sg_args.extend([
+        "--store".into(),
+        "none".into(),
+        "--jwt-secret".into(),
+        jwt_file.clone(),
+    ]);
+    sg_args.extend(xatu_flags("sszgate-1", &server.grpc()));
+    sg_args.push(state.engine_url.clone());
+    let sg_log = dir.path().join("sszgate.log");
+    let sszgate = KillOnDrop::new(start(
+        Path::new(env!("CARGO_BIN_EXE_sszgate")),
+        &[vec!["snooper".into()], sg_args].concat(),
+        &sg_log,
+        sg_port,
+    ));
+    let mut rs_args = vec![
+        format!("-b=127.0.0.1"),
+        format!("-p={rs_port}"),
+        "--no-color".into(),
+    ];
+    rs_args.extend(["--jwt-secret".into(), jwt_file]);
+    rs_args.extend(xatu_flags("rpc-snooper-1", &server.grpc()));
+    rs_args.push(format!("http://127.0.0.1:{sg_port}"));
+    let rs_log = dir.path().join("rpc-snooper.log");
+    let snooper = KillOnDrop::new(start(
+        &rpc_snooper.join("bin/snooper"),
+        &rs_args,
+        &rs_log,
+        rs_port,
+    ));
+    // Both publish only once they know the EL's version, as rpc-snooper does.
+    wait_for("both to know the EL's version", || {
+        read(&sg_log).contains("fetched execution metadata")
+            && read(&rs_log).contains("fetched execution metadata")
+    });
+
+    let secret = JwtSecret::from_hex(&secret_hex).unwrap();
+    let front = format!("http://127.0.0.1:{rs_port}");
+    let engine = sszgate_drive::engine_client(&front, EngineTransport::Json, secret.clone(), None);
+    let eth = EthRpc::new(&state.eth_url);
+    let mut driver = Driver::start(engine, eth, None, DriveConfig::default())
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        driver
+            .step()
+            .await
+            .expect("a VALID block through both proxies");
+    }
+    // getBlobs: hashes geth does not have, in both versions (answers differ by version).
+    let addr = format!("127.0.0.1:{rs_port}");
+    let hash = |b: u8| format!("\"0x01{}\"", format!("{b:02x}").repeat(31));
+    for (method, hashes) in [
+        ("engine_getBlobsV1", [hash(1), hash(2)]),
+        ("engine_getBlobsV2", [hash(3), hash(4)]),
+    ] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":[[{}]]}}"#,
+            hashes.join(",")
+        );
+        engine_call(&addr, &secret, &body);
+    }
+
+    let settled = || {
+        let (rs, sg) = (
+            server.events_from("rpc-snooper-1"),
+            server.events_from("sszgate-1"),
+        );
+        let kinds = by_kind(&sg);
+        let blobs = kinds.get("EXECUTION_ENGINE_GET_BLOBS").map_or(0, Vec::len);
+        let payloads = kinds
+            .get("EXECUTION_ENGINE_NEW_PAYLOAD")
+            .map_or(0, Vec::len);
+        rs.len() == sg.len() && blobs >= 2 && payloads >= 3
+    };
+    wait_for("both proxies' events at the server", settled);
+    let (rs, sg) = (
+        server.events_from("rpc-snooper-1"),
+        server.events_from("sszgate-1"),
+    );
+    assert_eq!(
+        by_kind(&sg),
+        by_kind(&rs),
+        "sszgate's events vs rpc-snooper's"
+    );
+    let first = &sg[0];
+    assert_eq!(first["meta"]["client"]["implementation"], "sszgate");
+    assert_eq!(first["meta"]["client"]["labels"]["role"], "test");
+    assert_eq!(first["meta"]["client"]["ethereum"]["network"]["id"], "1337");
+    assert!(first["meta"]["client"]["ethereum"]["execution"]["implementation"].is_string());
+    let valid = sg
+        .iter()
+        .filter(|e| e["EXECUTION_ENGINE_NEW_PAYLOAD"]["status"] == "VALID");
+    assert!(valid.count() >= 3, "{sg:?}");
+    drop(snooper); // rpc-snooper ends on SIGTERM with the signal's status: killed instead
+    sszgate.terminate();
+    drop(devnet);
+}
+
+/// A newPayloadV4 call for block `number` (the shared kit's stand-in EL answers VALID).
+fn new_payload(number: u64) -> String {
+    let hash = format!("0x{:064x}", number);
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"engine_newPayloadV4","params":[{{"blockNumber":"0x{number:x}","blockHash":"{hash}","parentHash":"{hash}","gasUsed":"0x0","gasLimit":"0x1","transactions":[]}},[],"{hash}",[]]}}"#
+    )
+}
+
+/// `text` without ANSI colour sequences (`ESC [ … m`).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The largest `dropped_total=N` the log shows.
+fn dropped_total(log: &str) -> u64 {
+    plain(log)
+        .split("dropped_total=")
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_stopped_xatu_server_drops_and_counts_and_publishing_resumes() {
+    let build = "bash ../shared/tools/xatu/build.sh, or SSZGATE_XATU";
+    let Some(xatu) = tool("SSZGATE_XATU", ".cache/xatu-v1.8.1/bin/xatu", build) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = XatuServer::start(&xatu, &dir.path().join("xatu"));
+    let el_port = common::free_port();
+    let el = Command::new("python3")
+        .arg(shared_tools().join("rpc-snooper/fake_el.py"))
+        .arg(el_port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _el = KillOnDrop::new(el);
+    wait_for("the stand-in EL", || {
+        TcpStream::connect(("127.0.0.1", el_port)).is_ok()
+    });
+    let port = common::free_port();
+    let mut args = vec![
+        "snooper".to_string(),
+        format!("-p={port}"),
+        "--no-color".into(),
+    ];
+    args.extend(["--store".into(), "none".into(), "--hide-bodies".into()]);
+    args.extend(xatu_flags("sszgate-1", &server.grpc()));
+    args.extend(["--xatu-export-timeout".into(), "2s".into()]);
+    args.push(format!("http://127.0.0.1:{el_port}"));
+    let log = dir.path().join("sszgate.log");
+    let sszgate = KillOnDrop::new(start(
+        Path::new(env!("CARGO_BIN_EXE_sszgate")),
+        &args,
+        &log,
+        port,
+    ));
+    let addr = format!("127.0.0.1:{port}");
+    wait_for("the EL's version", || {
+        read(&log).contains("fetched execution metadata")
+    });
+    let block = |e: &Value| {
+        e["EXECUTION_ENGINE_NEW_PAYLOAD"]["block_number"]
+            .as_str()
+            .map(|s| s.parse::<u64>().unwrap())
+    };
+    common::post(&addr, &new_payload(1));
+    wait_for("the first event", || {
+        server.events_from("sszgate-1").len() == 1
+    });
+
+    server.stop();
+    for number in 100..120 {
+        let answer = common::post(&addr, &new_payload(number));
+        assert!(
+            answer.contains("\"VALID\""),
+            "the relay goes on while xatu is down: {answer}"
+        );
+    }
+    wait_for("20 events dropped and counted", || {
+        dropped_total(&read(&log)) == 20
+    });
+
+    server.restart();
+    let mut number = 200;
+    wait_for("publishing to resume", || {
+        number += 1;
+        common::post(&addr, &new_payload(number));
+        std::thread::sleep(Duration::from_millis(300));
+        server
+            .events_from("sszgate-1")
+            .iter()
+            .any(|e| block(e).is_some_and(|n| n > 200))
+    });
+    let seen: Vec<u64> = server
+        .events_from("sszgate-1")
+        .iter()
+        .filter_map(block)
+        .collect();
+    assert!(
+        seen.iter().all(|n| !(100..120).contains(n)),
+        "dropped events arrived: {seen:?}"
+    );
+    assert_eq!(dropped_total(&read(&log)), 20, "{}", read(&log));
+    sszgate.terminate();
+}
+
+/// A child process killed when the test ends, however it ends (a failed assertion
+/// included), unless [`KillOnDrop::terminate`] ended it first.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn new(child: Child) -> KillOnDrop {
+        KillOnDrop(Some(child))
+    }
+
+    /// SIGTERM, and a check that the process ended cleanly.
+    fn terminate(mut self) {
+        if let Some(child) = self.0.take() {
+            common::terminate(child);
+        }
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
