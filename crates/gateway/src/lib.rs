@@ -35,6 +35,7 @@ mod bridge;
 mod call;
 mod classify;
 mod control;
+mod el_name;
 mod enforce;
 mod events;
 mod faults;
@@ -49,6 +50,7 @@ mod ws;
 
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
+pub use el_name::keep_el_named;
 pub use inject::ControlPoint;
 pub use proxy::{DEFAULT_MAX_ANSWER_BYTES, Limits, ProxyConfig, serve};
 pub use sizes::{json_call_limit, rest_body_limit};

@@ -6,6 +6,7 @@ mod bridge;
 mod clickhouse;
 mod control;
 mod dashboard;
+mod el_name;
 mod fake_el;
 mod faults;
 mod geth;
@@ -30,6 +31,7 @@ pub(crate) struct Proxy {
     pub(crate) control: SocketAddr,
     pub(crate) db: PathBuf,
     pub(crate) recorder: Arc<Recorder>,
+    pub(crate) config: Arc<ProxyConfig>,
     stop: Option<(oneshot::Sender<()>, oneshot::Sender<()>)>,
     tasks: Vec<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
@@ -228,7 +230,7 @@ impl Proxy {
             )),
             tokio::spawn(sszgate_gateway::serve_control(
                 control,
-                config,
+                config.clone(),
                 recorder.clone(),
                 async move {
                     let _ = control_rx.await;
@@ -240,6 +242,7 @@ impl Proxy {
             control: control_addr,
             db,
             recorder,
+            config,
             stop: Some((stop_relay, stop_control)),
             tasks,
             _dir: dir,
