@@ -254,12 +254,16 @@ impl Proxy {
     }
 
     /// The `/metrics` text once the recorder has written `records` records (records are
-    /// written off the forward path; this waits for the worker, at most 4 s).
+    /// written off the forward path, after their checks: a KZG check of a debug build under
+    /// a loaded CPU takes seconds). Waits for the worker; two minutes without them is a hang.
     pub(crate) async fn metrics_after(&self, records: u64) -> String {
-        for _ in 0..200 {
-            if self.recorder.stats().recorded >= records {
-                break;
-            }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while self.recorder.stats().recorded < records {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the recorder wrote {} of {records} records in two minutes",
+                self.recorder.stats().recorded
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let (_, _, body) = send(
