@@ -155,7 +155,7 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
     );
     send_raw(el2, &raws, false);
     let (slot, blobs) = wait_for_blobs(chain, chain.head(), 48, Duration::from_secs(120));
-    let head = chain.wait_for_slot(slot + 4, Duration::from_secs(60));
+    let head = chain.wait_for_slot(slot + 4, Duration::from_secs(120));
     (slot, blobs, chain.execution_hashes(head))
 }
 

@@ -162,7 +162,7 @@ impl Chain {
 
     /// The Fulu kit's proposer and a follower pair (geth2 + a Lodestar without validators,
     /// which fetches every block's blobs from its EL with `engine_getBlobsV2`), on the
-    /// minimal preset with 4 s slots and a BPO1 fork at genesis (48 target, 72 most blobs a
+    /// minimal preset with 6 s slots and a BPO1 fork at genesis (48 target, 72 most blobs a
     /// block). The
     /// Engine links are the caller's ([`FuluLinks`]); the JWT is `jwt_file`'s, so what
     /// listens on the links can start before the chain.
@@ -182,9 +182,10 @@ impl Chain {
             ("CL2_ENGINE_URL", links.cl2_engine.as_str()),
             ("JWT", jwt.as_str()),
             ("GENESIS_DELAY", "30"),
-            // 4 s slots: a 48-blob block's 6144 cells and their columns are computed and
-            // gossiped within its slot on a loaded 2-core machine.
-            ("SLOT", "4"),
+            // 6 s slots: a 48-blob block's 6144 cells and their columns are computed and
+            // gossiped within its slot on a loaded 2-core machine (with 4 s, at a load of 10,
+            // the block missed its slot again and again and the chain stalled).
+            ("SLOT", "6"),
         ];
         Chain::start(Kit::Fulu, tools, links.geth_auth, &links.cl_engine, &knobs)
     }
