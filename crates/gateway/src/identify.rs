@@ -4,7 +4,7 @@
 //! in that order. What a CL says of itself is remembered for its address, so the calls it
 //! makes on other connections later are stamped too.
 //!
-//! Not here: the EL's identity (asked by the gateway itself, `upstream::client_version`).
+//! Not here: the EL's identity (asked by the gateway itself, `el_name`).
 
 use std::{collections::HashMap, net::IpAddr, sync::RwLock};
 

@@ -35,6 +35,7 @@ mod bridge;
 mod call;
 mod classify;
 mod control;
+mod el_name;
 mod enforce;
 mod events;
 mod faults;
@@ -50,6 +51,7 @@ mod ws;
 
 pub use bridge::{TransportChoice, UpstreamTransport};
 pub use control::serve_control;
+pub use el_name::keep_el_named;
 pub use front::{Exchange, Front, FrontBody};
 pub use inject::ControlPoint;
 pub use proxy::{DEFAULT_MAX_ANSWER_BYTES, Limits, ProxyConfig, serve};

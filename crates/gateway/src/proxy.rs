@@ -43,8 +43,10 @@ pub struct Limits {
     /// Calls handled at once; a call beyond that is answered 503 at once (0: no limit).
     pub max_in_flight: usize,
     /// Bytes of a request's head (request line and header fields) accepted; a larger head is
-    /// answered 431. The HTTP layer itself buffers at most four times this (HTTP/1.1) and
-    /// takes an h2 header list of at most four times this.
+    /// answered 431. The HTTP layer itself takes an h2 header list of at most four times
+    /// this, and refuses an HTTP/1.1 head once it has buffered four times this; as it checks
+    /// between reads and its buffer grows by doubling, a head that arrives in one read can be
+    /// parsed whole up to twice that, and is then refused by the proxy's own check.
     pub max_header_bytes: usize,
     /// Bytes of an EL's answer the gateway reads into memory at most (the bridge, which
     /// translates whole answers) and decodes to at most (the recorder); relayed answers

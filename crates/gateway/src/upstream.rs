@@ -19,7 +19,10 @@ use serde::Serialize;
 
 use sszgate_client::{identity, request::CallHeaders};
 
-use crate::{Error, JwtSecret};
+use crate::{
+    Error, JwtSecret,
+    el_name::{ElName, NoName},
+};
 
 /// What the status endpoint says about the upstream.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -30,7 +33,7 @@ pub struct UpstreamHealth {
     pub last_error: Option<String>,
     /// Failures in a row.
     pub consecutive_errors: u64,
-    /// The EL's client version, when it could be asked.
+    /// The EL's client version, once asked; forgotten while the EL is unreachable.
     pub el_client: Option<String>,
 }
 
@@ -53,6 +56,7 @@ pub struct Upstream {
     client: Client<HttpConnector, Full<Bytes>>,
     timeout: Duration,
     health: Mutex<UpstreamHealth>,
+    el_name: ElName,
     display: String,
 }
 
@@ -101,12 +105,18 @@ impl Upstream {
             client: builder.build(connector),
             timeout,
             health: Mutex::new(UpstreamHealth::default()),
+            el_name: ElName::default(),
         })
     }
 
     /// The upstream URL, for logs.
     pub fn url(&self) -> &str {
         &self.display
+    }
+
+    /// What is known of the EL's name.
+    pub(crate) fn el_name(&self) -> &ElName {
+        &self.el_name
     }
 
     /// Time the EL has to start answering a call (its head, then its first body frame).
@@ -146,6 +156,10 @@ impl Upstream {
             }
             Ok(Ok(response)) => Ok(response),
         };
+        match &result {
+            Ok(_) => self.el_name.answered(),
+            Err(_) => self.el_name.unreachable(),
+        }
         let mut health = self.health.lock().expect("health lock");
         match &result {
             Ok(_) => {
@@ -160,6 +174,8 @@ impl Upstream {
             Err(e) => {
                 health.last_error = Some(e.to_string());
                 health.consecutive_errors += 1;
+                // Whoever answers next may be another EL: named again once asked.
+                health.el_client = None;
             }
         }
         result
@@ -194,8 +210,8 @@ impl Upstream {
     }
 
     /// Asks the EL's client version (`engine_getClientVersionV1`) with the gateway's own JWT:
-    /// `code/name/version/commit` of the first entry, or `None` when it cannot be had.
-    pub async fn client_version(&self, jwt: &JwtSecret) -> Option<String> {
+    /// `code/name/version/commit` of the first entry, or why there is none.
+    pub(crate) async fn client_version(&self, jwt: &JwtSecret) -> Result<String, NoName> {
         let request = sszgate_client::request::json_rpc(
             self.uri("/"),
             Bytes::from(identity::client_version_request()),
@@ -204,13 +220,16 @@ impl Upstream {
                 ..CallHeaders::default()
             },
         );
-        let response = self.send(request).await.ok()?;
+        let response = self.send(request).await.map_err(|_| NoName::Unreachable)?;
         // A client version is a few hundred bytes; a larger answer is not read past 64 KiB.
         let (_, answer) = sszgate_client::answer::read(response, 64 << 10)
             .await
-            .ok()?;
-        let version = identity::read_client_version(&answer)?;
-        self.health.lock().expect("health lock").el_client = Some(version.clone());
-        Some(version)
+            .map_err(|_| NoName::NoVersion)?;
+        identity::read_client_version(&answer).ok_or(NoName::NoVersion)
+    }
+
+    /// Says on the status endpoint which EL answers (once the records say so too).
+    pub(crate) fn named(&self, version: &str) {
+        self.health.lock().expect("health lock").el_client = Some(version.to_string());
     }
 }

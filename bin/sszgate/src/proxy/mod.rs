@@ -72,7 +72,9 @@ async fn run_async(
         .with_context(|| format!("listening on {} (--metrics)", settings.metrics))?;
     tracing::info!(listen = %listener.local_addr()?, upstream = config.upstream.url(), metrics = %control.local_addr()?, stores = ?sink_names, "sszgate proxy started");
     if let Some(secret) = secret {
-        identify_el(config.clone(), recorder.clone(), secret);
+        // The EL's name on the records: asked now, and on the first answer after the EL was
+        // unreachable (or not up yet).
+        sszgate_gateway::keep_el_named(config.clone(), recorder.clone(), secret);
     }
     let outcome = serve_until_stopped(listener, control, config, recorder.clone()).await;
     let recorder_for_shutdown = recorder.clone();
@@ -132,23 +134,6 @@ async fn choose_transport(
     }
     tracing::info!(upstream_transport = ?transport, "upstream transport");
     Ok(choice)
-}
-
-/// Asks the EL its client version in the background, for the records.
-fn identify_el(config: Arc<ProxyConfig>, recorder: Arc<Recorder>, secret: JwtSecret) {
-    tokio::spawn(async move {
-        match config.upstream.client_version(&secret).await {
-            Some(version) => {
-                tracing::info!(el = %version, "execution client identified");
-                recorder.set_el_client(Some(version));
-            }
-            None => {
-                tracing::warn!(
-                    "could not ask the EL its client version (engine_getClientVersionV1)"
-                )
-            }
-        }
-    });
 }
 
 /// Serves the relay and the control endpoints until a signal, or until a listener cannot

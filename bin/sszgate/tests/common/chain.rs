@@ -89,6 +89,33 @@ fn kit_tools(kit: Kit) -> Option<(PathBuf, PathBuf)> {
     }
 }
 
+/// The Engine links of a Fulu pair: each geth's Engine port and the URL its Lodestar is
+/// given (what listens there is the caller's).
+pub(crate) struct FuluLinks {
+    /// The proposer's geth Engine port.
+    pub(crate) geth_auth: u16,
+    /// The proposing Lodestar's Engine URL.
+    pub(crate) cl_engine: String,
+    /// The follower's geth Engine port.
+    pub(crate) geth2_auth: u16,
+    /// The following Lodestar's Engine URL.
+    pub(crate) cl2_engine: String,
+}
+
+impl FuluLinks {
+    /// Links on which the proposing Lodestar is told `cl_port` (where the caller listens), the
+    /// follower `cl2_port`, or its geth directly when `None`; both geth Engine ports fresh.
+    pub(crate) fn to(cl_port: u16, cl2_port: Option<u16>) -> FuluLinks {
+        let geth2_auth = super::free_port();
+        FuluLinks {
+            geth_auth: super::free_port(),
+            cl_engine: format!("http://127.0.0.1:{cl_port}"),
+            geth2_auth,
+            cl2_engine: format!("http://127.0.0.1:{}", cl2_port.unwrap_or(geth2_auth)),
+        }
+    }
+}
+
 /// geth and Lodestar, up (`up.sh`), stopped by process id (`down.sh`) when dropped.
 pub(crate) struct Chain {
     /// What `up.sh` printed (URLs, pids, the run directory).
@@ -131,6 +158,36 @@ impl Chain {
             ("GENESIS_DELAY", "30"),
         ];
         Chain::start(Kit::Fulu, tools, geth_auth, cl_engine, &knobs)
+    }
+
+    /// The Fulu kit's proposer and a follower pair (geth2 + a Lodestar without validators,
+    /// which fetches every block's blobs from its EL with `engine_getBlobsV2`), on the
+    /// minimal preset with 6 s slots and a BPO1 fork at genesis (48 target, 72 most blobs a
+    /// block). The
+    /// Engine links are the caller's ([`FuluLinks`]); the JWT is `jwt_file`'s, so what
+    /// listens on the links can start before the chain.
+    pub(crate) fn up_fulu_pair(
+        tools: &(PathBuf, PathBuf),
+        links: &FuluLinks,
+        jwt_file: &Path,
+    ) -> Chain {
+        let geth2_auth = links.geth2_auth.to_string();
+        let jwt = jwt_file.display().to_string();
+        let knobs = [
+            ("PRESET", "minimal"),
+            ("FORK", "fulu"),
+            ("BPO1", "1"),
+            ("FOLLOWER", "1"),
+            ("GETH2_AUTH_PORT", geth2_auth.as_str()),
+            ("CL2_ENGINE_URL", links.cl2_engine.as_str()),
+            ("JWT", jwt.as_str()),
+            ("GENESIS_DELAY", "30"),
+            // 6 s slots: a 48-blob block's 6144 cells and their columns are computed and
+            // gossiped within its slot on a loaded 2-core machine (with 4 s, at a load of 10,
+            // the block missed its slot again and again and the chain stalled).
+            ("SLOT", "6"),
+        ];
+        Chain::start(Kit::Fulu, tools, links.geth_auth, &links.cl_engine, &knobs)
     }
 
     /// `kit`'s `up.sh` with `knobs` (its environment), in a fresh run directory.

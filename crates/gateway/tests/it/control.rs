@@ -245,7 +245,8 @@ async fn rules_and_pauses_change_exactly_what_they_say_against_real_geth() {
         json!([])
     );
 
-    let metrics = proxy.metrics_after(16).await;
+    // Fourteen calls: eight of the chain, four on exchangeCapabilities, two paused.
+    let metrics = proxy.metrics_after(14).await;
     for line in [
         r#"sszgate_injected_total{method="engine_getPayloadV5",action="rpc_error"} 1"#,
         r#"sszgate_injected_total{method="engine_newPayloadV4",action="payload_status"} 1"#,

@@ -45,7 +45,7 @@ impl Drop for Geth {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -101,6 +101,11 @@ pub(crate) struct Node {
 
 /// Starts geth, or says why it cannot (None: skip locally, fail under CI).
 pub(crate) async fn start_geth() -> Option<Node> {
+    start_geth_on(free_port()).await
+}
+
+/// Starts geth with its Engine API on `auth_port`, or says why it cannot.
+pub(crate) async fn start_geth_on(auth_port: u16) -> Option<Node> {
     let Some(geth) = geth_binary() else {
         let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
         assert!(
@@ -151,7 +156,7 @@ pub(crate) async fn start_geth() -> Option<Node> {
         "[Node.P2P]\nMaxPeers = 0\nNoDiscovery = true\nNoDial = true\nListenAddr = \"\"\nBootstrapNodes = []\nBootstrapNodesV5 = []\n",
     )
     .unwrap();
-    let (auth_port, http_port) = (free_port(), free_port());
+    let http_port = free_port();
     let log = std::fs::File::create(d.join("geth.log")).unwrap();
     let geth_process = Geth(
         Command::new(&geth)

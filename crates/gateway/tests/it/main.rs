@@ -6,6 +6,7 @@ mod bridge;
 mod clickhouse;
 mod control;
 mod dashboard;
+mod el_name;
 mod fake_el;
 mod faults;
 mod geth;
@@ -30,6 +31,7 @@ pub(crate) struct Proxy {
     pub(crate) control: SocketAddr,
     pub(crate) db: PathBuf,
     pub(crate) recorder: Arc<Recorder>,
+    pub(crate) config: Arc<ProxyConfig>,
     stop: Option<(oneshot::Sender<()>, oneshot::Sender<()>)>,
     tasks: Vec<JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
@@ -229,7 +231,7 @@ impl Proxy {
             )),
             tokio::spawn(sszgate_gateway::serve_control(
                 control,
-                config,
+                config.clone(),
                 recorder.clone(),
                 async move {
                     let _ = control_rx.await;
@@ -241,6 +243,7 @@ impl Proxy {
             control: control_addr,
             db,
             recorder,
+            config,
             stop: Some((stop_relay, stop_control)),
             tasks,
             _dir: dir,
@@ -252,12 +255,16 @@ impl Proxy {
     }
 
     /// The `/metrics` text once the recorder has written `records` records (records are
-    /// written off the forward path; this waits for the worker, at most 4 s).
+    /// written off the forward path, after their checks: a KZG check of a debug build under
+    /// a loaded CPU takes seconds). Waits for the worker; two minutes without them is a hang.
     pub(crate) async fn metrics_after(&self, records: u64) -> String {
-        for _ in 0..200 {
-            if self.recorder.stats().recorded >= records {
-                break;
-            }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while self.recorder.stats().recorded < records {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the recorder wrote {} of {records} records in two minutes",
+                self.recorder.stats().recorded
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let (_, _, body) = send(
