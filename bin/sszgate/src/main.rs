@@ -43,7 +43,7 @@ use clap::{Parser, Subcommand};
     max_term_width = 100
 )]
 #[command(after_help = "\
-Operator commands (proxy, ctl, rpc, prove, conform, drive, convert, methods, verify, report) work with the
+Operator commands (proxy, snooper, ctl, rpc, prove, conform, drive, convert, methods, verify, report) work with the
 clients you run; lab commands (demo, devnet, bench) start clients and proxies of their own.
 Start with `sszgate demo`: a local geth devnet, driven over REST-SSZ through the bridge.")]
 struct Cli {
