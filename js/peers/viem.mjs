@@ -47,8 +47,6 @@ function ask(client, { method, params }) {
       return client.getTransactionReceipt({ hash: params[0] });
     case 'eth_call':
       return client.call({ to: params[0].to, data: params[0].data, ...block(params[1]) });
-    case 'eth_getLogs':
-      return client.getLogs({ address: params[0].address, fromBlock: BigInt(params[0].fromBlock), toBlock: BigInt(params[0].toBlock) });
     default:
       throw new Error(`no viem action for ${method}`);
   }

@@ -3,7 +3,10 @@
 //! one case's execution RPC and Beacon API, the binary proves from it, and `js/peers/viem.mjs`
 //! asks the case's request through viem's `custom()` transport over the package's
 //! `createProvider`. Each answer equals the recording's; the same request through a relay that
-//! flips one byte of every proof is refused.
+//! flips one byte of every proof is refused. No recording fits viem's `getLogs` here: the only
+//! eth_getLogs case (`eth_getLogs1`) holds no light-client bootstrap, so the binary's light
+//! client cannot start on it (its range proof is tested in-process in
+//! `crates/proof/tests/logs_range.rs`).
 //!
 //! Needs node, the built package (`scripts/build-js.sh`; `SSZGATE_VERIFIER_PKG`, else
 //! `target/js/sszgate-verifier`) and viem (`npm install --prefix DIR viem@2.57.20`;
