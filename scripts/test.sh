@@ -10,16 +10,26 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test"
-cargo test --workspace --locked
-
-echo "== the WASM verifier package (scripts/build-js.sh) and its tests in Node"
+echo "== the WASM verifier package (scripts/build-js.sh) and viem (pinned), before cargo test:"
+echo "   bin/sszgate/tests/embedded.rs drives them against sszgate rpc --serve-proofs"
+pkg=""
 if command -v clang >/dev/null && command -v llvm-ar >/dev/null; then
   pkg=$(scripts/build-js.sh | tail -1)
-  SSZGATE_VERIFIER_PKG="$pkg" node --test js/test/
+  export SSZGATE_VERIFIER_PKG="$pkg"
+  if [ ! -f target/js/viem/node_modules/viem/package.json ]; then
+    npm install --prefix target/js/viem --no-audit --no-fund --silent viem@2.57.20
+  fi
 elif [ "${CI:-}" = "true" ]; then
   echo "the WASM package needs clang and llvm-ar (apt-get install clang llvm)" >&2
   exit 1
 else
   echo "!!! SKIPPED the WASM package: no clang/llvm-ar on this machine (apt-get install clang llvm)" >&2
 fi
+echo "== cargo test"
+cargo test --workspace --locked
+
+echo "== the WASM verifier package's tests in Node (vectors, mutations, provider, npm pack, browser)"
+if [ -n "$pkg" ]; then
+  node --test js/test/
+fi
+
