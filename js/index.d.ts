@@ -35,6 +35,8 @@ export interface Verifier {
   periods(): number[];
   /** Trusts 512 compressed BLS keys as the committee of `period` (only from a trusted source). */
   addCommitteeKeys(period: number, keys: Uint8Array): void;
+  /** Knows contract code by its hash, for eth_call proofs that leave it out. */
+  addCode(code: Uint8Array): void;
 }
 
 export function createVerifier(options: VerifierOptions): Promise<Verifier>;

@@ -68,6 +68,9 @@ export async function createVerifier(options = {}) {
     /** Trusts 512 compressed BLS keys as the committee of `period`, without sync data: only
      *  for keys from a source as trusted as a checkpoint. */
     addCommitteeKeys: (period, keys) => inner.addCommitteeKeys(period, bytes(keys, 'keys')),
+    /** Knows contract `code` by its hash, for eth_call proofs that leave it out (checked
+     *  against the proven code hash when used). */
+    addCode: (code) => inner.addCode(bytes(code, 'code')),
   };
 }
 

@@ -75,6 +75,12 @@ impl WasmVerifier {
             .map_err(js_error)
     }
 
+    /// Knows `code` by its hash, for eth_call proofs that leave it out.
+    #[wasm_bindgen(js_name = addCode)]
+    pub fn add_code(&mut self, code: &[u8]) {
+        self.0.add_code(code);
+    }
+
     /// The sync-committee periods whose keys the verifier holds.
     pub fn periods(&self) -> Vec<u32> {
         self.0.periods().into_iter().map(|p| p as u32).collect()

@@ -195,6 +195,13 @@ impl Verifier {
         Ok(self.trust.add_committee_keys(period, keys)?)
     }
 
+    /// Knows `code` by its hash, for eth_call proofs that leave it out (a prover does when the
+    /// client said it has it). Code is checked against the proven code hash when used, so any
+    /// source will do.
+    pub fn add_code(&mut self, code: &[u8]) {
+        self.trust.add_code(code.to_vec().into());
+    }
+
     /// The sync-committee periods whose keys the verifier holds.
     pub fn periods(&self) -> Vec<u64> {
         self.trust.periods()
