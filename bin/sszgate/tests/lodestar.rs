@@ -31,7 +31,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::chain::{Chain, FuluLinks, ONE_CHAIN, fulu_tools, tools};
+use common::chain::{Chain, FULU_PAIR_SLOT_SECONDS, FuluLinks, ONE_CHAIN, fulu_tools, tools};
 use common::{KillOnDrop, Proxy, free_port, start_proxy_at, terminate};
 use serde_json::Value;
 
@@ -148,6 +148,11 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
     );
     let held = Instant::now();
     send_raw(el, &raws, true);
+    // Every transaction is in the pool now (geth answers eth_sendRawTransaction once it took
+    // it), but a payload geth began building before the last one arrived may still be
+    // proposed (seen: 18 + 30 blobs in two blocks). Held two more slots, the next proposal's
+    // payload is begun with all of them in the pool.
+    std::thread::sleep(Duration::from_secs(2 * FULU_PAIR_SLOT_SECONDS));
     ctl(control, &["rm", &rule["id"].as_u64().unwrap().to_string()]);
     eprintln!(
         "blocks held {:?} while the load entered geth's pool",

@@ -124,6 +124,10 @@ pub(crate) struct Chain {
     _run: tempfile::TempDir,
 }
 
+/// The slot time of [`Chain::up_fulu_pair`]'s chain, in seconds.
+pub(crate) const FULU_PAIR_SLOT_SECONDS: u64 = 6;
+const FULU_PAIR_SLOT_SECONDS_TEXT: &str = "6";
+
 impl Chain {
     /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL (the caller
     /// starts what listens there at once: a Lodestar that misses its first slots for want of
@@ -185,7 +189,7 @@ impl Chain {
             // 6 s slots: a 48-blob block's 6144 cells and their columns are computed and
             // gossiped within its slot on a loaded 2-core machine (with 4 s, at a load of 10,
             // the block missed its slot again and again and the chain stalled).
-            ("SLOT", "6"),
+            ("SLOT", FULU_PAIR_SLOT_SECONDS_TEXT),
         ];
         Chain::start(Kit::Fulu, tools, links.geth_auth, &links.cl_engine, &knobs)
     }
