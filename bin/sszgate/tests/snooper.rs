@@ -79,7 +79,7 @@ fn start(program: &Path, args: &[String], log: &Path, port: u16) -> Child {
         assert!(
             Instant::now() < deadline,
             "{program:?} did not listen on {port}: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
+            common::read_log(log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -142,7 +142,7 @@ async fn the_kurtosis_argv_relays_geth_to_valid_blocks_and_logs_each_call() {
     assert_eq!(numbers[2], numbers[0] + 2);
     common::terminate(child);
     drop(devnet);
-    let text = std::fs::read_to_string(&log).unwrap();
+    let text = common::read_log(&log).unwrap();
     let responses = text
         .lines()
         .filter(|l| l.contains("level=info msg=\"RESPONSE #") && l.contains("status=200"))
@@ -346,7 +346,7 @@ const HOOK_CALLS: &[(&str, &str, &[u8])] = &[
 
 /// Lines of a hook's log that say an event arrived.
 fn hook_events(log: &Path) -> usize {
-    std::fs::read_to_string(log)
+    common::read_log(log)
         .unwrap_or_default()
         .lines()
         .filter(|l| l.contains(" event received\""))
@@ -386,7 +386,7 @@ fn hook_logs(program: &Path, hook: &Path, el: &common::CountingEl, dir: &Path) -
             .spawn()
             .unwrap();
         let registered = || {
-            std::fs::read_to_string(&log)
+            common::read_log(&log)
                 .unwrap_or_default()
                 .contains("Module registered successfully")
         };
@@ -402,7 +402,7 @@ fn hook_logs(program: &Path, hook: &Path, el: &common::CountingEl, dir: &Path) -
     let mut logs = Vec::new();
     for ((child, log), (_, _, seen)) in hooks.into_iter().zip(HOOKS) {
         let events = || hook_events(&log) >= seen.len();
-        let text = || std::fs::read_to_string(&log).unwrap_or_default();
+        let text = || common::read_log(&log).unwrap_or_default();
         wait_for(
             || format!("{program:?}: too few events: {}", text()),
             events,
@@ -414,7 +414,7 @@ fn hook_logs(program: &Path, hook: &Path, el: &common::CountingEl, dir: &Path) -
         assert!(status.success());
         let mut child = child;
         child.wait().unwrap();
-        let text = std::fs::read_to_string(&log).unwrap();
+        let text = common::read_log(&log).unwrap();
         logs.push(normalise_hook_log(&text));
     }
     let mut child = child;
@@ -549,7 +549,7 @@ fn a_call_the_target_never_answers_is_logged_as_call_failed() {
         call.as_bytes(),
     );
     assert_eq!(status, 502);
-    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    let text = || common::read_log(&log).unwrap_or_default();
     wait_for(
         || format!("no call failed line: {}", text()),
         || text().contains("level=error msg=\"call failed: proxy request error: "),

@@ -122,7 +122,7 @@ impl XatuServer {
 
     /// Every event the server has written, as JSON.
     fn events(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.run.join("events.ndjson")).unwrap_or_default();
+        let text = common::read_log(self.run.join("events.ndjson")).unwrap_or_default();
         text.lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
@@ -173,7 +173,7 @@ fn start(program: &Path, args: &[String], log: &Path, port: u16) -> Child {
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
+    common::read_log(path).unwrap_or_default()
 }
 
 /// rpc-snooper's xatu flags for an instance named `name` publishing to `grpc`.

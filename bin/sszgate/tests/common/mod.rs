@@ -320,6 +320,26 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The most bytes a test reads of a log or event file a peer wrote (a few MB in the longest run).
+pub(crate) const MAX_LOG_BYTES: u64 = 64 << 20;
+
+/// A log or event file a peer wrote, whole, as text: at most [`MAX_LOG_BYTES`] of it (a longer
+/// one is an error, not a truncation a test could misread).
+pub(crate) fn read_log(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    let path = path.as_ref();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_LOG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_LOG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "{}: over {MAX_LOG_BYTES} bytes",
+            path.display()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The last `max` bytes of a log file, as text (empty when there is none): a client's log
 /// grows for as long as it runs, and only its end is of use in a failure message.
 pub(crate) fn log_tail(path: &std::path::Path, max: u64) -> String {
