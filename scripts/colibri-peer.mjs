@@ -29,6 +29,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import http from 'node:http';
+import { mockname } from './colibri-mockname.mjs';
 
 const PKG = process.env.COLIBRI_PKG;
 if (!PKG) {
@@ -37,18 +38,6 @@ if (!PKG) {
 }
 const { default: C4Client } = await import(path.join(PKG, 'index.js'));
 
-// colibri's mock-file name of an upstream request (its tests' rule).
-function mockname(req) {
-  let s = '';
-  if (req.url) s = req.url;
-  else if (req.payload) {
-    const p = typeof req.payload === 'string' ? JSON.parse(req.payload) : req.payload;
-    s = p.method + (p.params || []).map(a => '_' + (typeof a === 'string' ? a : JSON.stringify(a))).join('');
-  }
-  s = s.replace(/[\/\.,\s:=\?"&\[\]\{\}]/g, '_');
-  if (s.length > 100) s = s.slice(0, 100);
-  return s + '.' + req.encoding;
-}
 
 let caseDir = null;
 let memory = new Map();

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { mockname } from '../../scripts/colibri-mockname.mjs';
 
 const [pkgDir, colibriDir, roundsArg] = process.argv.slice(2);
 if (!pkgDir || !colibriDir) {
@@ -49,19 +50,7 @@ await C4Client.register_storage({
   set: (k, v) => { memory.set(k, new Uint8Array(v)); },
   del: (k) => { memory.delete(k); },
 });
-// colibri's mock-file name of an upstream request (its tests' rule, as scripts/colibri-peer.mjs):
-// whatever colibri's verifier asks upstream is answered from the recorded case, nothing else.
-function mockname(req) {
-  let s = '';
-  if (req.url) s = req.url;
-  else if (req.payload) {
-    const p = typeof req.payload === 'string' ? JSON.parse(req.payload) : req.payload;
-    s = p.method + (p.params || []).map((a) => '_' + (typeof a === 'string' ? a : JSON.stringify(a))).join('');
-  }
-  s = s.replace(/[\/\.,\s:=\?"&\[\]\{\}]/g, '_');
-  if (s.length > 100) s = s.slice(0, 100);
-  return s + '.' + req.encoding;
-}
+// Whatever colibri's verifier asks upstream is answered from the recorded case, nothing else.
 const cache = {
   cacheable: () => true,
   get: (req) => {
