@@ -69,6 +69,33 @@ fn rows(db: &Path, filter: &str) -> Vec<Row> {
         .collect()
 }
 
+/// Waits (up to 10 minutes) until the proxy's records hold `n` verified calls of the driver
+/// (newPayload, getPayload, getBlobs); fails naming how many came.
+fn wait_for_verified_records(db: &Path, n: usize) {
+    let count = || -> usize {
+        let Ok(conn) = rusqlite::Connection::open(db) else {
+            return 0;
+        };
+        conn.query_row(
+            "SELECT count(*) FROM calls WHERE verdict IS NOT NULL AND method IN \
+             ('engine_newPayloadV4', 'engine_getPayloadV5', 'engine_getBlobsV2')",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_or(0, |c| c as usize)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    let mut seen = count();
+    while seen < n && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        seen = count();
+    }
+    assert!(
+        seen >= n,
+        "the proxy recorded {seen} of {n} verified calls in 10 minutes"
+    );
+}
+
 fn recorder(db: &Path) -> Arc<Recorder> {
     let spec: SinkSpec = format!("sqlite:{}", db.display()).parse().unwrap();
     let sink = Sink::open(&spec).unwrap().unwrap();
@@ -133,6 +160,11 @@ async fn drive_one_way(
         reports.push(report);
     }
     recorder.shutdown();
+    if let Some(db) = &state.records {
+        // The proxy verifies every blob (KZG) off the relay path; on a loaded machine its
+        // records can trail the relay by minutes, more than the devnet's stop waits for.
+        wait_for_verified_records(db, blocks * 3);
+    }
     drop(devnet); // the proxy drains its records on SIGTERM
     let driver_rows = rows(&driver_db, "");
     let proxy_rows = match &state.records {
