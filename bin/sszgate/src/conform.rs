@@ -110,15 +110,9 @@ impl BlobKeyArgs {
             }
             _ => return Ok(None),
         };
-        let dir = self.data.dir();
-        let blobs = sszgate_fixtures::Fixtures::load(&dir)
-            .and_then(|f| f.blobs())
-            .with_context(|| format!("reading the blobs of {}", dir.display()))?;
-        let blobs = blobs
-            .into_iter()
-            .take(sszgate_conform::el::BLOBS_SENT)
-            .collect();
-        Ok(Some(BlobSource { senders, blobs }))
+        let source =
+            BlobSource::from_data(senders, &self.data.dir()).map_err(anyhow::Error::msg)?;
+        Ok(Some(source))
     }
 }
 

@@ -12,28 +12,18 @@ use common::{Ans, Break, Net, Req, front, have_geth};
 use http::{HeaderValue, header};
 use sszgate_client::JwtSecret;
 use sszgate_conform::{
-    ElConfig, Verdict,
-    catalogue::EL_CHECKS,
-    el::{BLOBS_SENT, BlobSource},
-    report::Report,
-    run_el,
+    ElConfig, Verdict, catalogue::EL_CHECKS, el::BlobSource, report::Report, run_el,
 };
 use sszgate_drive::Senders;
 
 /// The real mainnet blobs every run sends from the devnet's funded dev key.
 fn blob_source() -> BlobSource {
-    static BLOBS: OnceLock<Vec<sszgate_fixtures::BlobItem>> = OnceLock::new();
-    let blobs = BLOBS.get_or_init(|| {
-        let dir = sszgate_fixtures::data_dir();
-        let all = sszgate_fixtures::Fixtures::load(&dir)
-            .and_then(|f| f.blobs())
-            .unwrap_or_else(|e| panic!("the blobs of {}: {e}", dir.display()));
-        all.into_iter().take(BLOBS_SENT).collect()
-    });
-    BlobSource {
-        senders: Senders::dev(),
-        blobs: blobs.clone(),
-    }
+    static SOURCE: OnceLock<BlobSource> = OnceLock::new();
+    SOURCE
+        .get_or_init(|| {
+            BlobSource::from_data(Senders::dev(), &sszgate_fixtures::data_dir()).unwrap()
+        })
+        .clone()
 }
 
 async fn check(net: &Net, url: String) -> Report {

@@ -34,6 +34,28 @@ pub struct BlobSource {
     pub blobs: Vec<BlobItem>,
 }
 
+impl BlobSource {
+    /// The first [`BLOBS_SENT`] blobs of the data set in `dir` (only the transactions that
+    /// hold them are read to the end: cell proofs not cached are computed, which is slow).
+    pub fn from_data(senders: Senders, dir: &std::path::Path) -> Result<BlobSource, String> {
+        let mut fixtures = sszgate_fixtures::Fixtures::load(dir)
+            .map_err(|e| format!("reading the blobs of {}: {e}", dir.display()))?;
+        let mut held = 0;
+        fixtures.blob_txs.retain(|tx| {
+            let keep = held < BLOBS_SENT;
+            held += tx.blobs.len();
+            keep
+        });
+        let blobs = fixtures
+            .blobs()
+            .map_err(|e| format!("the blobs of {}: {e}", dir.display()))?;
+        Ok(BlobSource {
+            senders,
+            blobs: blobs.into_iter().take(BLOBS_SENT).collect(),
+        })
+    }
+}
+
 impl std::fmt::Debug for BlobSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
