@@ -46,6 +46,8 @@ async fn the_bridge_in_front_of_geth_passes_every_check() {
     let _turn = common::ONE_GETH.lock().await;
     let net = Net::start().await;
     let report = check(&net, net.bridge.clone()).await;
+    // The table docs/conformance-geth.md shows (`--nocapture`).
+    eprintln!("{}", report.to_table());
     assert!(report.passed(), "{}", report.to_table());
     let pool = report.outcome("blobs.pool").unwrap();
     assert!(
