@@ -9,7 +9,12 @@ use std::{net::SocketAddr, time::Duration};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use sszgate_conform::{Report, cl::ClConfig, el::ElConfig};
+use sszgate_conform::{
+    Report,
+    cl::ClConfig,
+    el::{BlobSource, ElConfig},
+};
+use sszgate_drive::Senders;
 use sszgate_engine::Fork;
 
 use crate::flags::{self, ForkParser, JwtSecretArg};
@@ -58,9 +63,57 @@ struct ElArgs {
     /// Time given the EL to build a payload, e.g. 500ms.
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     build_time: Duration,
+    #[command(flatten)]
+    blob_key: BlobKeyArgs,
     /// The report's format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+}
+
+/// The funded account `conform el` sends its blob transaction from (as `sszgate drive` takes
+/// its keys): without one, `blobs.pool` is not run.
+#[derive(Args, Debug)]
+struct BlobKeyArgs {
+    /// A funded private key (hex) to send a blob transaction from, so that /blobs/vN are
+    /// checked with blobs in the pool (needs --eth-rpc, where it is sent).
+    #[arg(
+        long,
+        env = "SSZGATE_CONFORM_KEY",
+        hide_env_values = true,
+        requires = "eth_rpc"
+    )]
+    key: Option<String>,
+    /// A BIP-39 mnemonic; as for `drive`, blob transactions go from the account after
+    /// --mnemonic-index (m/44'/60'/0'/0/INDEX+1).
+    #[arg(
+        long,
+        env = "SSZGATE_CONFORM_MNEMONIC",
+        hide_env_values = true,
+        conflicts_with = "key",
+        requires = "eth_rpc"
+    )]
+    mnemonic: Option<String>,
+    /// The first account of --mnemonic (the next one sends blob transactions).
+    #[arg(long, default_value_t = 0, requires = "mnemonic")]
+    mnemonic_index: u32,
+    #[command(flatten)]
+    data: flags::DataArg,
+}
+
+impl BlobKeyArgs {
+    /// The blob source: the account and the data set's blobs (`None` without a key).
+    fn source(&self) -> Result<Option<BlobSource>> {
+        let senders = match (&self.key, &self.mnemonic) {
+            (Some(key), _) => Senders::from_keys(std::slice::from_ref(key)).context("--key")?,
+            (_, Some(phrase)) => {
+                Senders::from_mnemonic(phrase, self.mnemonic_index).context("--mnemonic")?
+            }
+            _ => return Ok(None),
+        };
+        let source =
+            BlobSource::from_data(senders, &self.data.dir()).map_err(anyhow::Error::msg)?;
+        Ok(Some(source))
+    }
 }
 
 /// `sszgate conform cl`.
@@ -96,6 +149,7 @@ pub(crate) fn run(args: ConformArgs) -> Result<()> {
                 fork: args.fork,
                 eth_rpc: args.eth_rpc,
                 build_time: args.build_time,
+                blob_source: args.blob_key.source()?,
             };
             (
                 runtime.block_on(sszgate_conform::run_el(&config)),

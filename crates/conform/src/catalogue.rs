@@ -63,7 +63,7 @@ const fn check(id: &'static str, area: Area, rule: &'static str) -> Check {
 use Area::*;
 
 /// The checks of `sszgate conform el`, in the order they are reported.
-pub static EL_CHECKS: [Check; 41] = [
+pub static EL_CHECKS: [Check; 45] = [
     check(
         "cap.document",
         Discovery,
@@ -125,6 +125,11 @@ pub static EL_CHECKS: [Check; 41] = [
         "All-or-nothing: if any requested blob is missing, the EL returns `204 No Content`.",
     ),
     check(
+        "blobs.pool",
+        Resources,
+        "Response `BlobEntry.contents`: `BlobAndProofV1 { blob, proof }` ... `BlobAndProofV2 { blob, proofs }` ... Otherwise `200 OK` and all entries have `available=true` (the blobs and proofs of a transaction in the pool, as it was sent).",
+    ),
+    check(
         "header.content-type",
         Headers,
         "Hot-path response success body | `Content-Type` | `application/octet-stream` (SSZ)",
@@ -133,6 +138,11 @@ pub static EL_CHECKS: [Check; 41] = [
         "header.json-diagnostic",
         Headers,
         "Diagnostic endpoints MUST be served as JSON regardless of `Accept`.",
+    ),
+    check(
+        "header.accept-loose",
+        Headers,
+        "Hot-path request | `Accept` | `application/octet-stream` — what a CL sends; a `GET` with `Accept: */*` or none still matches the endpoint and is served.",
     ),
     check(
         "header.no-store",
@@ -220,6 +230,11 @@ pub static EL_CHECKS: [Check; 41] = [
         "404 Not Found | `/engine-api/errors/method-not-found` | URL does not match any endpoint (a known path with another HTTP method; 405 accepted)",
     ),
     check(
+        "route.old-paths",
+        Errors,
+        "**Base path:** `/engine/v1/...`. `/v1` is the first major REST version (a future `/v2` is reserved for breaking transport changes). — `/engine/v2/...` is a URL that does not match any endpoint: 404.",
+    ),
+    check(
         "eq.forkchoice",
         Equivalence,
         "`engine_forkchoiceUpdatedV{1..4}` | `POST /forkchoice` — clients run both surfaces: the same call gives the same answer.",
@@ -253,6 +268,11 @@ pub static EL_CHECKS: [Check; 41] = [
         "eq.identity",
         Equivalence,
         "`engine_getClientVersionV1` | `GET /identity` — Returns JSON `ClientVersion[]` (same shape as today's `engine_getClientVersionV1`).",
+    ),
+    check(
+        "identity.unlisted-code",
+        Equivalence,
+        "`engine_getClientVersionV1(ClientVersionV1)`: the caller identifies itself; a `code` the list does not name yet (a newer client) is still answered.",
     ),
     check(
         "transport.keep-alive",

@@ -1,15 +1,30 @@
 //! `conform el` against real peers: sszgate's bridge in front of a real geth passes every
-//! check; and for every check, a front server breaking exactly that rule makes exactly that
-//! check fail, with evidence, and no other.
+//! check (blob transactions of real mainnet blobs sent from a funded dev key); for every
+//! check, a front server breaking exactly that rule makes exactly that check fail, with
+//! evidence, and no other; and a server breaking one thing that many checks rest on is
+//! reported as one root cause over all of them.
 
 mod common;
 
-use std::time::Duration;
+use std::{sync::OnceLock, time::Duration};
 
 use common::{Ans, Break, Net, Req, front, have_geth};
 use http::{HeaderValue, header};
 use sszgate_client::JwtSecret;
-use sszgate_conform::{ElConfig, Verdict, catalogue::EL_CHECKS, report::Report, run_el};
+use sszgate_conform::{
+    ElConfig, Verdict, catalogue::EL_CHECKS, el::BlobSource, report::Report, run_el,
+};
+use sszgate_drive::Senders;
+
+/// The real mainnet blobs every run sends from the devnet's funded dev key.
+fn blob_source() -> BlobSource {
+    static SOURCE: OnceLock<BlobSource> = OnceLock::new();
+    SOURCE
+        .get_or_init(|| {
+            BlobSource::from_data(Senders::dev(), &sszgate_fixtures::data_dir()).unwrap()
+        })
+        .clone()
+}
 
 async fn check(net: &Net, url: String) -> Report {
     let config = ElConfig {
@@ -18,6 +33,7 @@ async fn check(net: &Net, url: String) -> Report {
         fork: None,
         eth_rpc: Some(net.devnet.state.eth_url.clone()),
         build_time: Duration::from_millis(200),
+        blob_source: Some(blob_source()),
     };
     run_el(&config).await
 }
@@ -30,7 +46,15 @@ async fn the_bridge_in_front_of_geth_passes_every_check() {
     let _turn = common::ONE_GETH.lock().await;
     let net = Net::start().await;
     let report = check(&net, net.bridge.clone()).await;
+    // The table docs/conformance-geth.md shows (`--nocapture`).
+    eprintln!("{}", report.to_table());
     assert!(report.passed(), "{}", report.to_table());
+    let pool = report.outcome("blobs.pool").unwrap();
+    assert!(
+        pool.evidence.contains("as sent"),
+        "the run's blobs were asked for: {}",
+        pool.evidence
+    );
     // The bridge claims every fork, so there is no unclaimed fork to send.
     assert_eq!(
         report.with(Verdict::Skip),
@@ -80,6 +104,57 @@ async fn every_check_fails_alone_when_its_rule_is_broken() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    one_cause_is_reported_once(&net).await;
+}
+
+/// Errors served as `text/plain` fail every check that reads an error's type, each with its
+/// own verdict, all under one root cause; a server on the old `/engine/v2` paths alone is
+/// reported as that, not as a row of 404s.
+async fn one_cause_is_reported_once(net: &Net) {
+    let plain = on_answer("header.problem", |_, ans| {
+        if ans.status >= 400 {
+            ans.headers
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            ans.body = b"bad request".to_vec();
+        }
+    });
+    let url = front(net.bridge.clone(), net.secret.clone(), Some(plain)).await;
+    let report = check(net, url).await;
+    let failed = report.with(Verdict::Fail);
+    let cause = "errors are served as text/plain, not application/problem+json";
+    assert_eq!(report.causes.len(), 1, "{}", report.to_table());
+    assert_eq!(report.causes[0].cause, cause, "{}", report.to_table());
+    assert_eq!(report.causes[0].checks, failed, "{}", report.to_table());
+    for id in [
+        "header.problem",
+        "fork.missing",
+        "ssz.truncated",
+        "route.unknown",
+    ] {
+        assert!(failed.contains(&id), "{id}: {}", report.to_table());
+    }
+    assert!(failed.len() >= 9, "{}", report.to_table());
+    assert_eq!(report.to_table().matches(cause).count(), 1);
+
+    let old_only = on_request("route.old-paths", |req, _| {
+        if let Some(rest) = req.path.strip_prefix("/engine/v2/") {
+            req.path = format!("/engine/v1/{rest}");
+            return None;
+        }
+        req.path
+            .starts_with("/engine/v1/")
+            .then(|| Ans::problem(404, "method-not-found"))
+    });
+    let url = front(net.bridge.clone(), net.secret.clone(), Some(old_only)).await;
+    let report = check(net, url).await;
+    let group = report
+        .causes
+        .iter()
+        .find(|g| g.cause.contains("old /engine/v2"))
+        .unwrap_or_else(|| panic!("{}", report.to_table()));
+    for id in ["route.old-paths", "cap.document", "forkchoice.build"] {
+        assert!(group.checks.contains(&id), "{id}: {}", report.to_table());
+    }
 }
 
 fn is(req: &Req, method: &str, path: &str) -> bool {
@@ -127,6 +202,29 @@ fn rpc_answer(req: &Req, ans: &mut Ans, method: &str, from: &str, to: &str) {
     }
 }
 
+/// Adds a transaction to the first body of a JSON-RPC bodies answer to `method`, whether the
+/// block has transactions (the run's blob transactions) or none.
+fn add_transaction(req: &Req, ans: &mut Ans, method: &str) {
+    let body = String::from_utf8_lossy(&ans.body);
+    if body.contains("\"transactions\":[]") {
+        rpc_answer(
+            req,
+            ans,
+            method,
+            "\"transactions\":[]",
+            "\"transactions\":[\"0x02\"]",
+        );
+    } else {
+        rpc_answer(
+            req,
+            ans,
+            method,
+            "\"transactions\":[\"",
+            "\"transactions\":[\"0x02\",\"",
+        );
+    }
+}
+
 fn set_fork(req: &mut Req, fork: &'static str) {
     req.headers
         .insert("eth-execution-version", HeaderValue::from_static(fork));
@@ -148,6 +246,29 @@ fn token_error(req: &Req, secret: &JwtSecret) -> Option<String> {
         .ok()?
         .strip_prefix("Bearer ")?;
     secret.verify(token).err()
+}
+
+/// Reverses the versioned hashes of a blobs request of several, REST (after the container's
+/// fixed part) and JSON-RPC alike: a server that hands back each other's blobs, the same way
+/// on both surfaces.
+fn swap_blob_hashes(req: &mut Req) {
+    if is(req, "POST", "/engine/v1/blobs/") && req.body.len() >= 4 {
+        let fixed = u32::from_le_bytes(req.body[..4].try_into().unwrap()) as usize;
+        let Some(hashes) = req.body.get(fixed..).map(<[u8]>::to_vec) else {
+            return;
+        };
+        let reversed: Vec<u8> = hashes.chunks(32).rev().flatten().copied().collect();
+        req.body.truncate(fixed);
+        req.body.extend(reversed);
+    }
+    let body = String::from_utf8_lossy(&req.body);
+    if req.path == "/" && body.contains("engine_getBlobs") {
+        let mut call: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+        if let Some(hashes) = call["params"][0].as_array_mut() {
+            hashes.reverse();
+        }
+        req.body = serde_json::to_vec(&call).unwrap();
+    }
 }
 
 fn breaks() -> Vec<Break> {
@@ -211,8 +332,10 @@ fn resource_breaks() -> Vec<Break> {
             }
         }),
         on_answer("payloads.get", |req, ans| {
+            // A byte past the container (the payload carries the run's blobs, so its last
+            // byte is blob data: changing it would change the answer, not break its form).
             if is(req, "GET", "/engine/v1/payloads/") && ans.status == 200 {
-                *ans.body.last_mut().unwrap() = 2; // should_override_builder: not a boolean
+                ans.body.push(0);
             }
         }),
         on_answer("payloads.submit", |req, ans| {
@@ -231,12 +354,18 @@ fn resource_breaks() -> Vec<Break> {
             }
         }),
         on_answer("blobs.partial", |req, ans| {
+            // A miss alone asks one hash: a 36-byte body (52 with /v4's cell selection).
             if is(req, "POST", "/engine/v1/blobs/")
                 && !req.path.ends_with("v2")
+                && req.body.len() <= 52
                 && ans.status == 200
             {
                 ans.body.push(0);
             }
+        }),
+        on_request("blobs.pool", |req, _| {
+            swap_blob_hashes(req);
+            None
         }),
         on_answer("blobs.all-or-nothing", |req, ans| {
             if is(req, "POST", "/engine/v1/blobs/v2") && ans.status == 204 {
@@ -273,6 +402,14 @@ fn header_breaks() -> Vec<Break> {
                 );
             }
         }),
+        on_request("header.accept-loose", |req, _| {
+            let loose = req
+                .headers
+                .get(header::ACCEPT)
+                .is_none_or(|v| v.as_bytes() == b"*/*");
+            let known = req.path.starts_with("/engine/v1/") && !req.path.contains("no-such");
+            (req.method == "GET" && known && loose).then(|| Ans::problem(406, "invalid-request"))
+        }),
         on_answer("header.no-store", |req, ans| {
             if is(req, "GET", "/engine/v1/payloads/") {
                 ans.headers.remove(header::CACHE_CONTROL);
@@ -292,7 +429,10 @@ fn header_breaks() -> Vec<Break> {
 fn error_breaks() -> Vec<Break> {
     vec![
         on_request("fork.missing", |req, _| {
-            if is(req, "POST", FCU) && !req.headers.contains_key("eth-execution-version") {
+            let scoped = ["forkchoice", "payloads", "bodies"]
+                .iter()
+                .any(|r| req.path.starts_with(&format!("/engine/v1/{r}")));
+            if scoped && !req.headers.contains_key("eth-execution-version") {
                 set_fork(req, "osaka");
             }
             None
@@ -372,6 +512,13 @@ fn error_breaks() -> Vec<Break> {
         on_request("route.wrong-method", |req, _| {
             (req.method == "PUT").then(|| Ans::problem(400, "invalid-request"))
         }),
+        on_request("route.old-paths", |req, _| {
+            // Serves an earlier draft's paths beside the spec's.
+            if let Some(rest) = req.path.strip_prefix("/engine/v2/") {
+                req.path = format!("/engine/v1/{rest}");
+            }
+            None
+        }),
     ]
 }
 
@@ -399,22 +546,10 @@ fn equivalence_breaks() -> Vec<Break> {
             )
         }),
         on_answer("eq.bodies-hash", |req, ans| {
-            rpc_answer(
-                req,
-                ans,
-                "engine_getPayloadBodiesByHash",
-                "\"transactions\":[]",
-                "\"transactions\":[\"0x02\"]",
-            )
+            add_transaction(req, ans, "engine_getPayloadBodiesByHash")
         }),
         on_answer("eq.bodies-range", |req, ans| {
-            rpc_answer(
-                req,
-                ans,
-                "engine_getPayloadBodiesByRange",
-                "\"transactions\":[]",
-                "\"transactions\":[\"0x02\"]",
-            )
+            add_transaction(req, ans, "engine_getPayloadBodiesByRange")
         }),
         on_answer("eq.blobs", |req, ans| {
             rpc_answer(
@@ -424,6 +559,24 @@ fn equivalence_breaks() -> Vec<Break> {
                 "\"result\":[null]",
                 "\"result\":null",
             )
+        }),
+        on_request("identity.unlisted-code", |req, _| {
+            let body = String::from_utf8_lossy(&req.body);
+            let refused = req.path == "/"
+                && body.contains("engine_getClientVersionV1")
+                && body.contains("\"code\":\"SG\"");
+            refused.then(|| {
+                let mut headers = http::HeaderMap::new();
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                Ans {
+                    status: 200,
+                    headers,
+                    body: br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown client code SG"}}"#.to_vec(),
+                }
+            })
         }),
         on_answer("eq.identity", |req, ans| {
             rpc_answer(

@@ -1,9 +1,11 @@
 //! `sszgate conform el`: the checks of an execution client's REST-SSZ server, run in order —
-//! discovery (`GET /capabilities`, `/identity`), a real chain step and the resources in every
-//! fork the server claims, the fork header, the error contract and authentication, the same
-//! calls over JSON-RPC, and the transports. Every answer a check receives also goes through
-//! the header checks ([`Ctx::send`]), so a wrong `Content-Type` or problem body is caught
-//! wherever it shows.
+//! the old `/engine/v2` paths, discovery (`GET /capabilities`, `/identity`), a real chain step
+//! and the resources in every fork the server claims, `/blobs/vN` with the run's own blobs in
+//! the pool, the traps implementers report, the fork header, the error contract and
+//! authentication, the same calls over JSON-RPC, and the transports. Every answer a check
+//! receives also goes through the header checks ([`Ctx::send`]), so a wrong `Content-Type` or
+//! problem body is caught wherever it shows, and names the root cause that the failures it
+//! leads to are grouped under.
 //!
 //! Not here: the check list and its sentences (`catalogue`), the verdicts (`report`), the CL
 //! side (`cl`).
@@ -11,8 +13,12 @@
 mod chain;
 mod discovery;
 mod errors;
+mod pool;
 mod resources;
 mod transport;
+mod traps;
+
+pub use pool::{BLOBS_SENT, BlobSource};
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +49,8 @@ pub struct ElConfig {
     pub eth_rpc: Option<String>,
     /// Time given the EL to build a payload.
     pub build_time: Duration,
+    /// Where the run's blob transaction comes from (`blobs.pool` is not run without it).
+    pub blob_source: Option<BlobSource>,
 }
 
 /// Runs every check against the server of `config`.
@@ -56,9 +64,13 @@ pub async fn run(config: &ElConfig) -> Report {
             return sheet.report("el", config.engine.clone(), started.elapsed());
         }
     };
+    traps::old_paths(&mut ctx).await;
     discovery::run(&mut ctx).await;
     chain::run(&mut ctx).await;
     resources::run(&mut ctx).await;
+    pool::run(&mut ctx).await;
+    traps::fork_missing_on_gets(&mut ctx).await;
+    traps::loose_accept(&mut ctx).await;
     errors::run(&mut ctx).await;
     transport::run(&mut ctx).await;
     ctx.sheet
@@ -80,6 +92,8 @@ pub(crate) struct Ctx {
     pub(crate) payload_id: Option<[u8; 8]>,
     /// Whether the engine URL answers JSON-RPC at `/`.
     pub(crate) json_rpc: bool,
+    /// Whether the server answers the old `/engine/v2/...` paths.
+    pub(crate) old_paths: bool,
 }
 
 impl Ctx {
@@ -93,6 +107,7 @@ impl Ctx {
             head: None,
             payload_id: None,
             json_rpc: false,
+            old_paths: false,
         }
     }
 
@@ -123,11 +138,54 @@ impl Ctx {
             .unwrap_or_default()
     }
 
-    /// Sends `call` and runs the header checks on its answer.
+    /// Sends `call` and runs the header checks on its answer; failures noted until the next
+    /// call are put down to the answer's root cause, if it shows one.
     pub(crate) async fn send(&mut self, call: &Call) -> Result<Answer, String> {
-        let answer = self.probe.send(call).await?;
-        self.observe(call, &answer);
-        Ok(answer)
+        match self.probe.send(call).await {
+            Ok(answer) => {
+                let cause = self.root_cause(call, &answer);
+                self.sheet.blame(cause);
+                self.observe(call, &answer);
+                Ok(answer)
+            }
+            Err(e) => {
+                self.sheet.blame(Some(NO_ANSWER.into()));
+                Err(e)
+            }
+        }
+    }
+
+    /// What an answer shows that would make several checks fail for one reason: errors not
+    /// served as problem documents, a fresh token refused, the spec's paths missing where
+    /// the old ones are served.
+    fn root_cause(&self, call: &Call, answer: &Answer) -> Option<String> {
+        let content_type = answer.header("content-type");
+        if answer.status >= 400 && !content_type.starts_with(method::PROBLEM_CONTENT_TYPE) {
+            let media = content_type.split(';').next().unwrap_or("").trim();
+            let media = if media.is_empty() {
+                "no content-type"
+            } else {
+                media
+            };
+            return Some(format!(
+                "errors are served as {media}, not {}",
+                method::PROBLEM_CONTENT_TYPE
+            ));
+        }
+        if answer.status >= 400 && problem_shape(answer).is_err() {
+            return Some(
+                "error bodies are not problem documents with a type under /engine-api/errors/"
+                    .into(),
+            );
+        }
+        if answer.status == 401 && call.auth == crate::probe::Auth::Good {
+            return Some("the server refuses a fresh token signed with the shared secret".into());
+        }
+        let spec_path = call.target.starts_with(method::REST_BASE);
+        if answer.status == 404 && self.old_paths && spec_path {
+            return Some(traps::OLD_PATHS.into());
+        }
+        None
     }
 
     /// The REST call of `m` under `fork` with `message`.
@@ -245,6 +303,9 @@ impl Ctx {
         }
     }
 }
+
+/// The root cause of failures on calls that got no HTTP answer.
+const NO_ANSWER: &str = "the server gave no HTTP answer (refused, reset or timed out)";
 
 /// `Ok(evidence)` when `ok`, else `Err` of the evidence.
 pub(crate) fn verdict(ok: bool, evidence: impl FnOnce() -> String) -> Result<String, String> {

@@ -9,12 +9,12 @@ use alloy_primitives::B256;
 use alloy_rpc_types_engine::PayloadStatusEnum;
 use sszgate_drive::driver::forkchoice;
 use sszgate_engine::{
-    Fork, Message, Problem,
-    message::{Blobs, BlobsRequest, Bodies},
+    Fork, Message,
+    message::{Blobs, Bodies},
     method::{self, Family},
 };
 
-use super::{Ctx, chain::compare, verdict};
+use super::{Ctx, chain::compare, pool, verdict};
 
 /// A versioned hash no blob pool holds.
 pub(crate) const MISSING_BLOB: B256 = B256::repeat_byte(0x01);
@@ -131,25 +131,13 @@ fn availability(answer: &Message) -> Vec<bool> {
 async fn blobs(ctx: &mut Ctx) {
     let mut compared = false;
     for revision in ctx.blob_revisions().into_iter().rev() {
-        let Ok(m) = method::by_name(&format!("engine_getBlobsV{revision}")) else {
+        let Some((m, request, answer)) = pool::ask(ctx, revision, vec![MISSING_BLOB]).await else {
             continue;
         };
-        let request = Message::BlobsRequest(BlobsRequest {
-            versioned_hashes: vec![MISSING_BLOB],
-            indices: (revision >= 4).then_some(alloy_primitives::B128::repeat_byte(0xff)),
-        });
-        let Ok(call) = ctx.rest(m, m.latest_fork(), &request) else {
-            continue;
-        };
-        let answer = match ctx.send(&call).await {
+        let answer = match answer {
             Ok(a) => a,
             Err(e) => return ctx.sheet.note("blobs.partial", Err(e)),
         };
-        if answer.status == 400
-            && super::problem_type(&answer).as_deref() == Some(Problem::UnsupportedFork.type_uri())
-        {
-            continue; // a revision of another fork than the chain's: refused, as it may be
-        }
         let id = if revision == 2 {
             "blobs.all-or-nothing"
         } else {
@@ -193,7 +181,8 @@ fn all_missing(blobs: &Blobs) -> bool {
     }
 }
 
-/// `GET /identity` against `engine_getClientVersionV1`.
+/// `GET /identity` against `engine_getClientVersionV1` asked with a code the spec lists; then
+/// the same call with an unlisted code, which an EL that refuses it fails on its own.
 async fn identity(ctx: &mut Ctx) {
     let Ok(m) = method::by_name("engine_getClientVersionV1") else {
         return;
@@ -204,16 +193,54 @@ async fn identity(ctx: &mut Ctx) {
         Ok((_, rest)) => rest,
         Err(e) => return ctx.sheet.skip("eq.identity", format!("no identity: {e}")),
     };
-    let own = sszgate_engine::translate::own_client_version_params();
-    let over_json = if ctx.json_rpc {
-        let params: serde_json::Value = serde_json::from_slice(&own).unwrap_or_default();
-        let result = ctx.probe.json_rpc(None, m.name, &params).await;
-        Some(result.and_then(|r| {
-            Message::from_json(m, fork, m.response, r.to_string().as_bytes())
-                .map_err(|e| e.to_string())
-        }))
-    } else {
-        None
-    };
-    compare(ctx, "eq.identity", &rest, over_json);
+    if !ctx.json_rpc {
+        ctx.sheet.skip(
+            "identity.unlisted-code",
+            "no JSON-RPC at the engine URL's /",
+        );
+        return compare(ctx, "eq.identity", &rest, None);
+    }
+    let listed = ctx.probe.json_rpc(None, m.name, &caller(LISTED_CODE)).await;
+    let over_json = listed.as_ref().map_err(Clone::clone).and_then(|r| {
+        Message::from_json(m, fork, m.response, r.to_string().as_bytes()).map_err(|e| e.to_string())
+    });
+    compare(ctx, "eq.identity", &rest, Some(over_json));
+    if listed.is_err() {
+        return ctx.sheet.skip(
+            "identity.unlisted-code",
+            format!("the call with the listed code {LISTED_CODE} failed too"),
+        );
+    }
+    let unlisted = ctx
+        .probe
+        .json_rpc(None, m.name, &caller(UNLISTED_CODE))
+        .await;
+    ctx.sheet.note(
+        "identity.unlisted-code",
+        match unlisted {
+            Ok(_) => Ok(format!(
+                "{} with code {UNLISTED_CODE} answered, as with {LISTED_CODE}",
+                m.name
+            )),
+            Err(e) => Err(format!(
+                "refuses a ClientVersionV1 with the unlisted code {UNLISTED_CODE} (with {LISTED_CODE} it answers): {e}"
+            )),
+        },
+    );
+}
+
+/// A code the spec's `ClientCode` list names. The suite has none of its own, so it borrows
+/// one; the name says who is asking.
+const LISTED_CODE: &str = "LS";
+/// A code the spec's list does not name: a client newer than the list sends one.
+const UNLISTED_CODE: &str = "SG";
+
+/// `engine_getClientVersionV1` params: the caller as a `ClientVersionV1` with `code`.
+fn caller(code: &str) -> serde_json::Value {
+    serde_json::json!([{
+        "code": code,
+        "name": "sszgate-conform",
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": "00000000",
+    }])
 }
