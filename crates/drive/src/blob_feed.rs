@@ -4,6 +4,13 @@
 //! the next block the CL has built can carry them all. Every transaction goes to each EL of
 //! the devnet, so a follower's EL answers `engine_getBlobsV2` from its own pool.
 //!
+//! geth checks each transaction's 768 cell proofs as it takes it: on a loaded machine a few
+//! seconds a transaction, so sent freely a load of 48 blobs spreads over many blocks of 6 to
+//! 18. With a proxy on the proposer's link the feed therefore waits until its last
+//! transactions are in a block, then holds blocks back (a rule failing `getPayloadV5` on the
+//! proxy, ending by itself after [`HOLD_CAP`]) while the pool fills, and two slots more so the
+//! next payload is built with all of them.
+//!
 //! Not here: building and signing the transactions ([`crate::load`]), starting the process
 //! that runs this loop ([`crate::devnet`]).
 
@@ -23,6 +30,18 @@ const BLOB_GAS_PER_BLOB: u64 = 131_072;
 
 /// How often the head is polled.
 const POLL: Duration = Duration::from_millis(250);
+
+/// The longest a hold lasts, even when the feed dies in it (the proxy ends the rule).
+pub const HOLD_CAP: Duration = Duration::from_secs(120);
+
+/// Blocks held back on the proposer's proxy while the pool fills.
+#[derive(Clone, Debug)]
+pub struct Hold {
+    /// The proxy's metrics and control address (`http://127.0.0.1:PORT`).
+    pub control_url: String,
+    /// The chain's slot time.
+    pub slot: Duration,
+}
 
 /// What one top-up did, for the progress line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +83,7 @@ pub struct BlobFeed {
     sent: u64,
     target_txs: u64,
     head: Option<u64>,
+    hold: Option<Hold>,
 }
 
 impl BlobFeed {
@@ -96,9 +116,17 @@ impl BlobFeed {
             sent: 0,
             target_txs: u64::from(blobs_per_block).div_ceil(MAX_BLOBS_PER_TX as u64),
             head: None,
+            hold: None,
         };
         feed.base = feed.nonce("pending").await?;
         Ok(feed)
+    }
+
+    /// Holds blocks back on the proposer's proxy while each load enters the pool: one block
+    /// of the whole load at a time.
+    pub fn holding(mut self, hold: Hold) -> BlobFeed {
+        self.hold = Some(hold);
+        self
     }
 
     /// The blob sender's nonce at `tag` on the first EL.
@@ -126,22 +154,21 @@ impl BlobFeed {
             .unwrap_or(0);
         let included = self.nonce("latest").await?.saturating_sub(self.base);
         let pending = self.sent.saturating_sub(included);
-        let wanted = self.target_txs.saturating_sub(pending);
-        for _ in 0..wanted {
-            let tx = self
-                .load
-                .next_block()
-                .pop()
-                .expect("a shape of one transaction");
-            let raw = json!([tx.raw.to_string()]);
-            // The proposer's EL must take it (a gap would hold back every later nonce);
-            // another EL may have it already by gossip.
-            self.els[0]
-                .call("eth_sendRawTransaction", raw.clone())
-                .await?;
-            self.sent += 1;
-            for el in &self.els[1..] {
-                let _ = el.call("eth_sendRawTransaction", raw.clone()).await;
+        let wanted = match (&self.hold, pending) {
+            (Some(_), 0) => self.target_txs,
+            (Some(_), _) => 0,
+            (None, _) => self.target_txs.saturating_sub(pending),
+        };
+        let txs: Vec<String> = (0..wanted)
+            .map(|_| {
+                let tx = self.load.next_block().pop();
+                tx.expect("a shape of one transaction").raw.to_string()
+            })
+            .collect();
+        if !txs.is_empty() {
+            match self.hold.clone() {
+                Some(hold) => self.send_held(&hold, &txs).await?,
+                None => self.send(&txs).await?,
             }
         }
         Ok(Some(TopUp {
@@ -150,6 +177,48 @@ impl BlobFeed {
             pending,
             sent: wanted,
         }))
+    }
+
+    /// Sends `txs` to the proposer's EL, which must take each (a gap would hold back every
+    /// later nonce), then to the others, which may have them already by gossip.
+    async fn send(&mut self, txs: &[String]) -> Result<(), DriveError> {
+        for raw in txs {
+            let params = json!([raw]);
+            self.els[0]
+                .call("eth_sendRawTransaction", params.clone())
+                .await?;
+            self.sent += 1;
+        }
+        for el in &self.els[1..] {
+            for raw in txs {
+                let _ = el.call("eth_sendRawTransaction", json!([raw])).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`BlobFeed::send`] with blocks held back on the proxy until the pool holds every one
+    /// of `txs`, and two slots more.
+    async fn send_held(&mut self, hold: &Hold, txs: &[String]) -> Result<(), DriveError> {
+        use crate::devnet::http_json;
+        let rules = format!("{}/_sszgate/rules", hold.control_url);
+        let rule = json!({
+            "method": "engine_getPayloadV5",
+            "action": {"kind": "rpc_error", "code": -32000, "message": "sszgate-devnet-feed-filling-the-blob-pool"},
+            "seconds": HOLD_CAP.as_secs(),
+        });
+        let control = |e: String| DriveError::Devnet(format!("blob feed, {rules}: {e}"));
+        let added = http_json(http::Method::POST, &rules, Some(&rule))
+            .await
+            .map_err(control)?;
+        let sent = self.send(txs).await;
+        if sent.is_ok() {
+            tokio::time::sleep(2 * hold.slot).await;
+        }
+        let id = added["id"].as_u64().unwrap_or_default();
+        let removed = http_json(http::Method::DELETE, &format!("{rules}/{id}"), None).await;
+        sent?;
+        removed.map(|_| ()).map_err(control)
     }
 
     /// Tops the pool up at every new head, for ever, writing a line per block to `progress`.
@@ -169,7 +238,9 @@ impl BlobFeed {
                         std::mem::take(&mut self.urls),
                         std::mem::take(&mut self.blobs),
                     );
+                    let hold = self.hold.take();
                     self = BlobFeed::new(&urls, blobs, self.blobs_per_block).await?;
+                    self.hold = hold;
                 }
             }
             tokio::time::sleep(POLL).await;

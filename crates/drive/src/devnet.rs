@@ -599,7 +599,7 @@ async fn wait_for_el(eth_url: &str, el: &mut Child, log: &Path) -> Result<(), Dr
 
 /// A `GET` of a Beacon API: its JSON answer (1 MiB at most), or what went wrong.
 pub async fn beacon_get(url: &str) -> Result<Value, String> {
-    beacon_call(http::Method::GET, url).await
+    http_json(http::Method::GET, url, None).await
 }
 
 /// The head slot a Beacon API at `beacon` reports, or what went wrong.
@@ -611,20 +611,27 @@ pub async fn head_slot(beacon: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("no head slot in {head}"))
 }
 
-/// One call to a Beacon API (`GET`, or `POST` without a body): its JSON answer.
-async fn beacon_call(method: http::Method, url: &str) -> Result<Value, String> {
+/// One HTTP call to a loopback API (a Beacon API, a proxy's control API) with an optional JSON
+/// body: its JSON answer (`null` when empty; 1 MiB at most), or what went wrong.
+pub(crate) async fn http_json(
+    method: http::Method,
+    url: &str,
+    body: Option<&Value>,
+) -> Result<Value, String> {
     use http_body_util::{BodyExt, Full, Limited};
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<Full<bytes::Bytes>>();
+    let bytes = body.map_or_else(bytes::Bytes::new, |b| b.to_string().into());
     let request = http::Request::builder()
         .method(method)
         .uri(url)
-        .body(Full::new(bytes::Bytes::new()))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(bytes))
         .map_err(|e| e.to_string())?;
     let call = async {
         let response = client.request(request).await.map_err(|e| e.to_string())?;
         let status = response.status();
-        // A Beacon API answer used here is a few kilobytes; a peer gets 1 MiB at most.
+        // An answer used here is a few kilobytes; a peer gets 1 MiB at most.
         let body = Limited::new(response.into_body(), 1 << 20)
             .collect()
             .await
@@ -632,6 +639,10 @@ async fn beacon_call(method: http::Method, url: &str) -> Result<Value, String> {
             .to_bytes();
         if !status.is_success() {
             return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        if body.is_empty() {
+            // Lodestar's `connect_peer` answers 200 with no body.
+            return Ok(Value::Null);
         }
         serde_json::from_slice::<Value>(&body).map_err(|e| e.to_string())
     };
@@ -1065,7 +1076,7 @@ impl Devnet {
             "{beacon_url}/eth/v1/lodestar/connect_peer?peerId={}&multiaddr=/ip4/127.0.0.1/tcp/{}",
             setup.peer, setup.p2p_port
         );
-        beacon_call(http::Method::POST, &connect)
+        http_json(http::Method::POST, &connect, None)
             .await
             .map_err(|e| {
                 DriveError::Devnet(format!(

@@ -11,7 +11,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
 use sszgate_drive::{
     EthRpc,
-    blob_feed::BlobFeed,
+    blob_feed::{BlobFeed, Hold},
     devnet::{self, BlobFeedPlan, ClConfig, Devnet, DevnetConfig, DevnetState, ElKind},
     lodestar::{self, Preset},
 };
@@ -235,7 +235,12 @@ async fn feed(args: &FeedArgs) -> Result<()> {
         data.display(),
         urls.join(", ")
     );
-    let feed = BlobFeed::new(&urls, blobs, args.blobs_per_block).await?;
+    let mut feed = BlobFeed::new(&urls, blobs, args.blobs_per_block).await?;
+    // With a proxy on the proposer's link, blocks wait while each load enters the pool.
+    if let (Some(control_url), Some(slot)) = (state.metrics_url, state.seconds_per_slot) {
+        let slot = std::time::Duration::from_secs(slot.into());
+        feed = feed.holding(Hold { control_url, slot });
+    }
     feed.run(|line| println!("{line}")).await?;
     Ok(())
 }
