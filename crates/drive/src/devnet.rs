@@ -621,13 +621,13 @@ pub(crate) async fn http_json(
     use http_body_util::{BodyExt, Full, Limited};
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<Full<bytes::Bytes>>();
+    let mut request = http::Request::builder().method(method).uri(url);
+    if body.is_some() {
+        // Lodestar refuses a JSON content type on an empty body.
+        request = request.header(http::header::CONTENT_TYPE, "application/json");
+    }
     let bytes = body.map_or_else(bytes::Bytes::new, |b| b.to_string().into());
-    let request = http::Request::builder()
-        .method(method)
-        .uri(url)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(bytes))
-        .map_err(|e| e.to_string())?;
+    let request = request.body(Full::new(bytes)).map_err(|e| e.to_string())?;
     let call = async {
         let response = client.request(request).await.map_err(|e| e.to_string())?;
         let status = response.status();
