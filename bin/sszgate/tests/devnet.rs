@@ -1,18 +1,30 @@
 //! End to end with a real execution client: `sszgate`'s driver builds an Osaka chain with
 //! transfers and real-blob transactions on go-ethereum v1.17.8, three ways (directly, through
 //! the `sszgate proxy` binary relaying JSON-RPC, and through it bridging the driver's REST-SSZ
-//! to geth's JSON-RPC); then a run where geth is stopped and restarted under the proxy.
+//! to geth's JSON-RPC); then a run where geth is stopped and restarted under the proxy; then
+//! `sszgate devnet up --cl lodestar`: Lodestar v1.38 on Fulu with a follower pair and the
+//! blob feed, blocks of at least 48 real blobs seen through sszgate on both Engine links.
 //!
-//! Needs geth (`scripts/install-geth.sh`, or `SSZGATE_GETH`). Locally a missing geth skips
-//! with a loud message; under `CI=true` it is a failure.
+//! Needs geth (`scripts/install-geth.sh`, or `SSZGATE_GETH`) and, for the Lodestar case, a
+//! Lodestar v1.38 build (`../shared/tools/lodestar-fulu/build.sh`, `SSZGATE_LODESTAR_FULU`).
+//! Locally a missing one skips with a loud message; under `CI=true` it is a failure.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use alloy_primitives::B256;
 use sszgate_drive::{
     BlockReport, DriveConfig, Driver, EngineTransport, EthRpc, Load, LoadShape,
     client::client_version,
-    devnet::{Devnet, DevnetConfig, ElKind, find_ethereumjs, find_geth},
+    devnet::{
+        Devnet, DevnetConfig, DevnetState, ElKind, beacon_get, find_ethereumjs, find_geth,
+        head_slot,
+    },
+    lodestar,
 };
 use sszgate_engine::Fork;
 use sszgate_gateway::JwtSecret;
@@ -36,10 +48,27 @@ fn have(el: ElKind) -> bool {
     if found.is_some() {
         return true;
     }
-    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(!in_ci, "{el:?} is missing under CI: {install}");
-    eprintln!("\n!!!!!!!! SKIPPED: devnet test: no {el:?} ({install}) !!!!!!!!\n");
+    skip(&format!("no {el:?} ({install})"));
     false
+}
+
+/// Skips loudly; under CI a missing peer is a failure.
+fn skip(why: &str) {
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!in_ci, "devnet test: {why} under CI");
+    eprintln!("\n!!!!!!!! SKIPPED: devnet test: {why} !!!!!!!!\n");
+}
+
+/// The Lodestar v1.38 build the devnet finds by itself, when it is a finished one.
+fn lodestar_build() -> Option<PathBuf> {
+    let dir = lodestar::build_dir(None)?;
+    match lodestar::Build::open(&dir) {
+        Ok(_) => Some(dir),
+        Err(e) => {
+            skip(&e.to_string());
+            None
+        }
+    }
 }
 
 /// How the driver reaches geth.
@@ -466,4 +495,187 @@ async fn drive_sends_its_load_from_the_keys_it_is_given() {
     ]);
     assert!(ok, "{err}");
     drop(devnet);
+}
+
+/// `sszgate devnet ARGS…` on the devnet in `dir`: success, stdout, stderr.
+fn devnet_command(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sszgate"))
+        .arg("devnet")
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Stops the devnet in its directory when the test ends, passed or not.
+struct DownOnDrop<'a>(&'a Path);
+
+impl Drop for DownOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = devnet_command(self.0, &["down"]);
+    }
+}
+
+/// Text columns of `sql`'s rows in the database `db`.
+fn text_rows(db: &Path, sql: &str) -> Vec<Vec<String>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| {
+        Ok((0..n)
+            .map(|i| match r.get::<_, rusqlite::types::Value>(i).unwrap() {
+                rusqlite::types::Value::Null => "NULL".to_string(),
+                rusqlite::types::Value::Integer(v) => v.to_string(),
+                rusqlite::types::Value::Text(t) => t,
+                other => format!("{other:?}"),
+            })
+            .collect())
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// The first beacon block at `beacon` with at least `blobs` blobs: its slot, blob count and
+/// execution block hash; waits for it at most `within`, reading each slot once.
+async fn a_block_of(
+    beacon: &str,
+    blobs: usize,
+    within: Duration,
+    log: &Path,
+) -> (u64, usize, String) {
+    let started = Instant::now();
+    let mut next = 1;
+    loop {
+        let head = head_slot(beacon).await.unwrap_or(0);
+        while next <= head {
+            let block = beacon_get(&format!("{beacon}/eth/v2/beacon/blocks/{next}")).await;
+            let body = block.as_ref().map(|b| &b["data"]["message"]["body"]);
+            if let Ok(body) = body {
+                let count = body["blob_kzg_commitments"].as_array().map_or(0, Vec::len);
+                eprintln!("slot {next}: {count} blobs");
+                if count >= blobs {
+                    let hash = body["execution_payload"]["block_hash"].as_str().unwrap();
+                    return (next, count, hash.to_string());
+                }
+            }
+            next += 1;
+        }
+        assert!(
+            started.elapsed() < within,
+            "no block of {blobs} blobs by slot {head}; the feed's log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lodestar_devnet_on_fulu_with_a_follower_carries_48_blob_blocks_through_sszgate_on_both_links()
+ {
+    if !have(ElKind::Geth) {
+        return;
+    }
+    let Some(build) = lodestar_build() else {
+        return;
+    };
+    let _turn = ONE_GETH.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let build = build.display().to_string();
+    // (`up` runs as its own process; waiting for it blocks one of the two workers.)
+    let (ok, stdout, stderr) = devnet_command(
+        &dir,
+        &[
+            "up",
+            "--cl",
+            "lodestar",
+            "--followers",
+            "1",
+            "--lodestar",
+            &build,
+        ],
+    );
+    let _down = DownOnDrop(&dir);
+    assert!(ok, "{stderr}");
+    for line in [
+        "Lodestar v1.38 proposing",
+        "follower 1 up",
+        "blob feed keeping 48",
+    ] {
+        assert!(stderr.contains(line), "no progress line {line:?}: {stderr}");
+    }
+    assert!(stdout.contains("follower 1:"), "{stdout}");
+    let state = DevnetState::read(&dir).unwrap();
+    assert_eq!(state.fork, "osaka");
+    assert_eq!(state.seconds_per_slot, Some(6));
+    let [follower] = state.followers.as_slice() else {
+        panic!("one follower: {state:?}")
+    };
+    let follower_records = follower.proxy.as_ref().unwrap().records.clone();
+    let beacon = state.beacon_url.clone().unwrap();
+    let (slot, blobs, hash) =
+        a_block_of(&beacon, 48, Duration::from_secs(300), &dir.join("feed.log")).await;
+    // The follower imports it and fetches its blobs within a few slots.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let head = head_slot(&follower.beacon_url).await.unwrap_or(0);
+        if head >= slot + 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the follower is at slot {head}, not past {slot}"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let (ok, stdout, stderr) = devnet_command(&dir, &["down"]);
+    assert!(ok && stdout.contains("CL pid"), "{stdout}{stderr}");
+    assert!(blobs <= 72, "{blobs} blobs in one block, above BPO1's 72");
+
+    // The proposer's link: the block's bundle with all its blobs, cell proofs checked with KZG.
+    let records = state.records.clone().unwrap();
+    let bundle = text_rows(
+        &records,
+        &format!(
+            "SELECT blob_count, status, verdict, verify_check FROM calls WHERE method = 'engine_getPayloadV5' AND block_hash = '{hash}'"
+        ),
+    );
+    let want = [blobs.to_string(), "200".into(), "ok".into(), "kzg".into()];
+    assert!(bundle.iter().any(|r| r[..] == want), "{bundle:?}");
+    // The follower's link: its blobs asked of its geth and all answered, checked against the
+    // hashes asked.
+    let fetched = text_rows(
+        &follower_records,
+        "SELECT blobs_requested, blobs_returned, status, verdict FROM calls WHERE method = 'engine_getBlobsV2'",
+    );
+    let want = [
+        blobs.to_string(),
+        blobs.to_string(),
+        "200".into(),
+        "ok".into(),
+    ];
+    assert!(fetched.iter().any(|r| r[..] == want), "{fetched:?}");
+    // Both links: every block imported VALID and verified. The proposer names itself Lodestar
+    // before its first block; the follower's first calls may come before its name (they are
+    // recorded under its HTTP client's).
+    for db in [&records, &follower_records] {
+        let imported = text_rows(
+            db,
+            "SELECT block_hash, payload_status, verdict, cl_client FROM calls WHERE method = 'engine_newPayloadV4'",
+        );
+        assert!(
+            imported.iter().any(|r| r[0] == hash),
+            "{}: {hash} not imported",
+            db.display()
+        );
+        for row in &imported {
+            assert_eq!(row[1..3], ["VALID", "ok"], "{}: {row:?}", db.display());
+            let named = row[3].contains("Lodestar");
+            assert!(named || db != &records, "{}: {row:?}", db.display());
+        }
+    }
 }

@@ -15,13 +15,12 @@
 //! - a fault injected on getPayloadV5 with `sszgate ctl`: Lodestar sees it (its log), and the
 //!   chain goes on once the rule is removed.
 //!
-//! The devnet test still runs Lodestar v1.22 (Electra): `sszgate devnet up --cl lodestar`
-//! starts that build.
+//! `sszgate devnet up --cl lodestar` (the same Lodestar, started by the devnet) is tested in
+//! `tests/devnet.rs`.
 //!
-//! Needs geth (`SSZGATE_GETH`, `.tools/bin/geth`) and the Lodestar builds
-//! (`SSZGATE_LODESTAR_FULU` or `$HOME/.cache/lodestar-v1.38`; `SSZGATE_LODESTAR` or
-//! `$HOME/.cache/lodestar-v1.22` for the devnet). Locally a missing one skips loudly; under
-//! `CI=true` it fails. One chain at a time.
+//! Needs geth (`SSZGATE_GETH`, `.tools/bin/geth`) and the Lodestar v1.38 build
+//! (`SSZGATE_LODESTAR_FULU` or `$HOME/.cache/lodestar-v1.38`). Locally a missing one skips
+//! loudly; under `CI=true` it fails. One chain at a time.
 
 mod common;
 
@@ -31,7 +30,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::chain::{Chain, FULU_PAIR_SLOT_SECONDS, FuluLinks, ONE_CHAIN, fulu_tools, tools};
+use common::chain::{Chain, FULU_PAIR_SLOT_SECONDS, FuluLinks, ONE_CHAIN, fulu_tools};
 use common::{KillOnDrop, Proxy, free_port, start_proxy_at, terminate};
 use serde_json::Value;
 
@@ -506,74 +505,6 @@ fn a_failed_get_payload_is_seen_by_lodestar_and_the_chain_recovers_when_the_rule
         assert!(
             hashes.contains(row[0].as_ref().unwrap()),
             "{row:?} is one of Lodestar's blocks"
-        );
-    }
-}
-
-#[test]
-fn a_devnet_with_lodestar_as_its_consensus_client() {
-    let Some(tools) = tools() else { return };
-    let _turn = ONE_CHAIN.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap().to_string();
-    let sszgate = env!("CARGO_BIN_EXE_sszgate");
-    let up = Command::new(sszgate)
-        .args([
-            "devnet", "up", "--dir", &d, "--fork", "prague", "--cl", "lodestar",
-        ])
-        .arg("--lodestar")
-        .arg(&tools.1)
-        .env("SSZGATE_GETH", &tools.0)
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let state: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("devnet.json")).unwrap())
-            .unwrap();
-    let beacon = state["beacon_url"]
-        .as_str()
-        .expect("a beacon API")
-        .to_string();
-    let head = || common::chain::head_slot(&beacon);
-    let started = Instant::now();
-    while head() < 8 {
-        if started.elapsed() > Duration::from_secs(120) {
-            let log = common::log_tail(&dir.path().join("cl.log"), 4000);
-            let _ = Command::new(sszgate)
-                .args(["devnet", "down", "--dir", &d])
-                .status();
-            panic!("no slot 8 after 120 s: {}", log);
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
-    let down = Command::new(sszgate)
-        .args(["devnet", "down", "--dir", &d])
-        .output()
-        .unwrap();
-    assert!(
-        down.status.success(),
-        "{}",
-        String::from_utf8_lossy(&down.stderr)
-    );
-    assert!(String::from_utf8_lossy(&down.stdout).contains("CL pid"));
-    let imported = rows(
-        &dir.path().join("records.db"),
-        "SELECT payload_status, verdict, cl_client FROM calls WHERE method = 'engine_newPayloadV4'",
-    );
-    assert!(imported.len() >= 5, "{imported:?}");
-    for row in &imported {
-        assert_eq!(
-            row[..2],
-            [Some("VALID".into()), Some("ok".into())],
-            "{row:?}"
-        );
-        assert!(
-            row[2].as_deref().is_some_and(|c| c.contains("Lodestar")),
-            "{row:?}"
         );
     }
 }

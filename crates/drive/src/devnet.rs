@@ -1,5 +1,9 @@
 //! A local devnet in one directory: a real execution client on a fresh post-merge chain, on
-//! loopback with p2p off and a fresh JWT secret, and optionally `sszgate proxy` in front.
+//! loopback with a fresh JWT secret, and optionally `sszgate proxy` in front. With a consensus
+//! client, Lodestar ([`crate::lodestar`]) proposes on it, follower pairs (a geth peered with
+//! the first over devp2p, a Lodestar peered over libp2p, each with its own proxy) follow it,
+//! and a blob feed ([`crate::blob_feed`], run as `sszgate devnet feed`) keeps real blobs in
+//! the pools.
 //!
 //! `up` writes the genesis (every fork up to the chosen one at time 0, funded dev accounts, the
 //! blob schedule), starts the processes in their own process groups with logs in the
@@ -21,6 +25,7 @@ use sszgate_engine::Fork;
 use crate::{
     DriveError,
     load::{DEV_KEYS, EthRpc},
+    lodestar::{self, Preset},
 };
 
 /// The geth release the devnet installs (newer ones need modules the proxy here lacks).
@@ -62,9 +67,66 @@ pub struct DevnetConfig {
     pub max_blobs: u32,
     /// The `sszgate` binary to start as the proxy in front of the EL; none: no proxy.
     pub proxy_binary: Option<PathBuf>,
-    /// A Lodestar build to run as the consensus client (through the proxy when there is
-    /// one); none: the chain is driven by `sszgate drive`.
-    pub lodestar: Option<PathBuf>,
+    /// Lodestar as the consensus client (through the proxy when there is one); none: the
+    /// chain is driven by `sszgate drive`.
+    pub lodestar: Option<ClConfig>,
+}
+
+/// The consensus side of a devnet: Lodestar v1.38 proposing, and its followers.
+#[derive(Clone, Debug)]
+pub struct ClConfig {
+    /// The Lodestar v1.38 build directory.
+    pub build: PathBuf,
+    /// The consensus preset.
+    pub preset: Preset,
+    /// Seconds per slot.
+    pub seconds_per_slot: u32,
+    /// Follower pairs (geth + a Lodestar without validators, each link proxied like the
+    /// proposer's), at most [`lodestar::MAX_FOLLOWERS`].
+    pub followers: u32,
+    /// The blob load run beside the chain; none: no load.
+    pub blob_feed: Option<BlobFeedPlan>,
+}
+
+/// How the devnet's blob feed runs: `BINARY devnet feed --dir DIR --blobs-per-block N`.
+#[derive(Clone, Debug)]
+pub struct BlobFeedPlan {
+    /// The `sszgate` binary.
+    pub binary: PathBuf,
+    /// Blobs kept waiting in the proposer's pool for each block.
+    pub blobs_per_block: u32,
+    /// The data set whose blobs it sends (`--data`); none: the binary's default.
+    pub data: Option<PathBuf>,
+}
+
+/// A follower pair of a devnet, as `devnet.json` describes it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FollowerState {
+    /// Its EL's process id.
+    pub el_pid: u32,
+    /// Its EL's Engine API (JWT-authenticated).
+    pub engine_url: String,
+    /// Its EL's public JSON-RPC.
+    pub eth_url: String,
+    /// The proxy on its Engine link, when one runs.
+    pub proxy: Option<ProxyState>,
+    /// Its Lodestar's process id.
+    pub cl_pid: u32,
+    /// Its Lodestar's Beacon API.
+    pub beacon_url: String,
+}
+
+/// A proxy on one Engine link.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProxyState {
+    /// Its process id.
+    pub pid: u32,
+    /// Its Engine API address (JSON-RPC relayed, REST-SSZ bridged).
+    pub url: String,
+    /// Its metrics and status address.
+    pub metrics_url: String,
+    /// Its records.
+    pub records: PathBuf,
 }
 
 /// A running devnet, as `devnet.json` describes it.
@@ -98,6 +160,18 @@ pub struct DevnetState {
     /// Its Beacon API (light-client server on).
     #[serde(default)]
     pub beacon_url: Option<String>,
+    /// The consensus preset, when Lodestar runs.
+    #[serde(default)]
+    pub preset: Option<Preset>,
+    /// Seconds per slot, when Lodestar runs.
+    #[serde(default)]
+    pub seconds_per_slot: Option<u32>,
+    /// The follower pairs.
+    #[serde(default)]
+    pub followers: Vec<FollowerState>,
+    /// The blob feed's process id, when one runs.
+    #[serde(default)]
+    pub feed_pid: Option<u32>,
 }
 
 impl DevnetState {
@@ -118,6 +192,31 @@ impl DevnetState {
         })?;
         serde_json::from_str(&text)
             .map_err(|e| DriveError::Devnet(format!("{}: {e}", path.display())))
+    }
+
+    /// Every process id, in the order they are stopped: the feed, the CLs (followers first),
+    /// the proxies, the ELs.
+    pub fn pids(&self) -> Vec<u32> {
+        let followers = &self.followers;
+        let mut pids: Vec<u32> = self.feed_pid.into_iter().collect();
+        pids.extend(followers.iter().map(|f| f.cl_pid));
+        pids.extend(self.cl_pid);
+        pids.extend(
+            followers
+                .iter()
+                .filter_map(|f| f.proxy.as_ref().map(|p| p.pid)),
+        );
+        pids.extend(self.proxy_pid);
+        pids.extend(followers.iter().map(|f| f.el_pid));
+        pids.push(self.el_pid);
+        pids
+    }
+
+    /// The public JSON-RPC of every EL: the proposer's, then the followers'.
+    pub fn eth_urls(&self) -> Vec<String> {
+        std::iter::once(self.eth_url.clone())
+            .chain(self.followers.iter().map(|f| f.eth_url.clone()))
+            .collect()
     }
 
     /// The JWT secret, as hex.
@@ -220,6 +319,22 @@ pub fn install_ethereumjs(dir: &Path) -> Result<PathBuf, DriveError> {
     Ok(prefix.join("node_modules/.bin/ethereumjs"))
 }
 
+/// The blob maximum of a BPO1 fork at genesis when `max_blobs` is above the fork's own (6
+/// before Prague, 9 from it); `None` when the fork's own suffices. Above it before Osaka is an
+/// error. The EL's genesis and the CL's blob schedule both follow this one decision.
+pub fn bpo1_max(fork: Fork, max_blobs: u32) -> Result<Option<u32>, DriveError> {
+    let default_max = if fork >= Fork::Prague { 9 } else { 6 };
+    if max_blobs <= default_max {
+        return Ok(None);
+    }
+    if fork != Fork::Osaka {
+        return Err(DriveError::Config(format!(
+            "more than {default_max} blobs per block needs Osaka (a BPO fork), not {fork}"
+        )));
+    }
+    Ok(Some(max_blobs))
+}
+
 /// The genesis: geth's own dev genesis (every fork at time 0, the system contracts) cut back
 /// to `fork`, the dev accounts funded, and for more than 9 blobs a BPO1 fork at genesis.
 pub fn genesis(geth: &Path, fork: Fork, max_blobs: u32) -> Result<Value, DriveError> {
@@ -261,13 +376,7 @@ pub fn genesis(geth: &Path, fork: Fork, max_blobs: u32) -> Result<Value, DriveEr
     for key in dropped {
         config.remove(&key);
     }
-    let default_max = if fork >= Fork::Prague { 9 } else { 6 };
-    if max_blobs > default_max {
-        if fork != Fork::Osaka {
-            return Err(DriveError::Config(format!(
-                "more than {default_max} blobs per block needs Osaka (a BPO fork), not {fork}"
-            )));
-        }
+    if bpo1_max(fork, max_blobs)?.is_some() {
         config.insert("bpo1Time".into(), json!(0));
         config["blobSchedule"]["bpo1"] = json!({
             "target": max_blobs * 2 / 3,
@@ -323,14 +432,71 @@ fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
-/// geth on the devnet's chain in `dir` (its `chain/` and `p2p-off.toml`), Engine API and
-/// public RPC on the given loopback ports.
-fn geth_command(geth: &Path, dir: &Path, auth_port: u16, http_port: u16, jwt: &Path) -> Command {
+/// The files of the devnet's `index`-th geth (0: the proposer's): its data directory and its
+/// config file.
+fn geth_files(dir: &Path, index: usize) -> (PathBuf, PathBuf) {
+    match index {
+        0 => (dir.join("chain"), dir.join("geth.toml")),
+        n => (
+            dir.join(format!("chain{}", n + 1)),
+            dir.join(format!("geth{}.toml", n + 1)),
+        ),
+    }
+}
+
+/// Where a geth's devp2p listens (loopback, discovery off) and whom it dials.
+#[derive(Clone, Debug)]
+struct GethP2p {
+    port: u16,
+    /// Its node key, hex (fixed before the start, so its enode is known in advance).
+    key: String,
+    static_nodes: Vec<String>,
+}
+
+impl GethP2p {
+    /// A fresh port and node key, dialing `static_nodes`.
+    fn new(static_nodes: Vec<String>) -> Result<GethP2p, DriveError> {
+        Ok(GethP2p {
+            port: free_port()?,
+            key: fresh_secret()?,
+            static_nodes,
+        })
+    }
+
+    /// Its enode URL.
+    fn enode(&self) -> String {
+        let signer: alloy_signer_local::PrivateKeySigner =
+            self.key.parse().expect("a fresh 32-byte key");
+        format!("enode://{:x}@127.0.0.1:{}", signer.public_key(), self.port)
+    }
+}
+
+/// The p2p section of a geth config: off, or on loopback dialing its static nodes.
+fn p2p_config(p2p: Option<&GethP2p>) -> String {
+    match p2p {
+        None => "[Node.P2P]\nMaxPeers = 0\nNoDiscovery = true\nNoDial = true\nListenAddr = \"\"\nBootstrapNodes = []\nBootstrapNodesV5 = []\n".into(),
+        Some(p2p) => format!(
+            "[Node.P2P]\nMaxPeers = 8\nNoDiscovery = true\nListenAddr = \"127.0.0.1:{}\"\nBootstrapNodes = []\nBootstrapNodesV5 = []\nStaticNodes = {}\n",
+            p2p.port,
+            serde_json::to_string(&p2p.static_nodes).expect("strings serialize")
+        ),
+    }
+}
+
+/// geth on its data directory and config file, Engine API and public RPC on the given
+/// loopback ports.
+fn geth_command(
+    geth: &Path,
+    (datadir, config): &(PathBuf, PathBuf),
+    auth_port: u16,
+    http_port: u16,
+    jwt: &Path,
+) -> Command {
     let mut c = Command::new(geth);
     c.arg("--config")
-        .arg(dir.join("p2p-off.toml"))
+        .arg(config)
         .arg("--datadir")
-        .arg(dir.join("chain"))
+        .arg(datadir)
         .args(["--networkid", "1337", "--authrpc.addr", "127.0.0.1"])
         .args(["--authrpc.port", &auth_port.to_string()])
         .arg("--authrpc.jwtsecret")
@@ -340,6 +506,71 @@ fn geth_command(geth: &Path, dir: &Path, auth_port: u16, http_port: u16, jwt: &P
         .args(["--http.api", "eth,net,web3,txpool"])
         .args(["--nat", "none", "--ipcdisable", "--syncmode", "full"]);
     c
+}
+
+/// Writes a fresh geth's genesis, config and node key for the devnet's `index`-th geth.
+fn init_geth(
+    geth: &Path,
+    dir: &Path,
+    index: usize,
+    p2p: Option<&GethP2p>,
+) -> Result<(PathBuf, PathBuf), DriveError> {
+    let (datadir, config) = geth_files(dir, index);
+    if datadir.exists() {
+        std::fs::remove_dir_all(&datadir).map_err(io(datadir.display()))?;
+    }
+    let init = Command::new(geth)
+        .arg("init")
+        .arg("--datadir")
+        .arg(&datadir)
+        .arg(dir.join("genesis.json"))
+        .output()
+        .map_err(io("geth init"))?;
+    if !init.status.success() {
+        return Err(DriveError::Devnet(format!(
+            "geth init: {}",
+            String::from_utf8_lossy(&init.stderr)
+        )));
+    }
+    std::fs::write(&config, p2p_config(p2p)).map_err(io(config.display()))?;
+    if let Some(p2p) = p2p {
+        // geth takes `DATADIR/geth/nodekey` as its identity when the file is there.
+        let key = datadir.join("geth/nodekey");
+        std::fs::write(&key, &p2p.key).map_err(io(key.display()))?;
+    }
+    Ok((datadir, config))
+}
+
+/// The ethereumjs client on the devnet's chain, Engine API and public RPC on the given ports.
+fn ethereumjs_command(
+    dir: &Path,
+    auth_port: u16,
+    http_port: u16,
+    jwt: &Path,
+) -> Result<Command, DriveError> {
+    let ethereumjs = match find_ethereumjs(dir) {
+        Some(path) => path,
+        None => install_ethereumjs(dir)?,
+    };
+    let chain = dir.join("chain");
+    if chain.exists() {
+        std::fs::remove_dir_all(&chain).map_err(io(chain.display()))?;
+    }
+    std::fs::create_dir_all(&chain).map_err(io(chain.display()))?;
+    let mut c = Command::new(ethereumjs);
+    c.arg("--gethGenesis")
+        .arg(dir.join("genesis.json"))
+        .arg("--dataDir")
+        .arg(&chain)
+        .args(["--rpc", "--rpcAddr", "127.0.0.1"])
+        .args(["--rpcPort", &http_port.to_string()])
+        .args(["--rpcEngine", "--rpcEngineAddr", "127.0.0.1"])
+        .args(["--rpcEnginePort", &auth_port.to_string()])
+        .args(["--rpcEngineAuth", "true", "--jwtSecret"])
+        .arg(jwt)
+        .args(["--maxPeers", "0", "--discV4", "false", "--discDns", "false"])
+        .args(["--isSingleNode", "true"]);
+    Ok(c)
 }
 
 /// Waits (at most 90 s) until the EL at `eth_url` serves its genesis block; fails early, with
@@ -366,6 +597,119 @@ async fn wait_for_el(eth_url: &str, el: &mut Child, log: &Path) -> Result<(), Dr
     Ok(())
 }
 
+/// A `GET` of a Beacon API: its JSON answer (1 MiB at most), or what went wrong.
+pub async fn beacon_get(url: &str) -> Result<Value, String> {
+    http_json(http::Method::GET, url, None).await
+}
+
+/// The head slot a Beacon API at `beacon` reports, or what went wrong.
+pub async fn head_slot(beacon: &str) -> Result<u64, String> {
+    let head = beacon_get(&format!("{beacon}/eth/v1/beacon/headers/head")).await?;
+    let slot = &head["data"]["header"]["message"]["slot"];
+    slot.as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no head slot in {head}"))
+}
+
+/// One HTTP call to a loopback API (a Beacon API, a proxy's control API) with an optional JSON
+/// body: its JSON answer (`null` when empty; 1 MiB at most), or what went wrong.
+pub(crate) async fn http_json(
+    method: http::Method,
+    url: &str,
+    body: Option<&Value>,
+) -> Result<Value, String> {
+    use http_body_util::{BodyExt, Full, Limited};
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<bytes::Bytes>>();
+    let mut request = http::Request::builder().method(method).uri(url);
+    if body.is_some() {
+        // Lodestar refuses a JSON content type on an empty body.
+        request = request.header(http::header::CONTENT_TYPE, "application/json");
+    }
+    let bytes = body.map_or_else(bytes::Bytes::new, |b| b.to_string().into());
+    let request = request.body(Full::new(bytes)).map_err(|e| e.to_string())?;
+    let call = async {
+        let response = client.request(request).await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        // An answer used here is a few kilobytes; a peer gets 1 MiB at most.
+        let body = Limited::new(response.into_body(), 1 << 20)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        if body.is_empty() {
+            // Lodestar's `connect_peer` answers 200 with no body.
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice::<Value>(&body).map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(Duration::from_secs(5), call).await {
+        Ok(answer) => answer,
+        Err(_) => Err("no answer within 5 s".to_string()),
+    }
+}
+
+/// Waits (at most 180 s) until the Lodestar at `beacon` serves its Beacon API; its libp2p
+/// peer id. Fails early, with the end of its log, when `cl` exits.
+async fn wait_for_cl(beacon: &str, cl: &mut Child, log: &Path) -> Result<String, DriveError> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let identity = beacon_get(&format!("{beacon}/eth/v1/node/identity")).await;
+        if let Some(peer) = identity
+            .ok()
+            .and_then(|i| i["data"]["peer_id"].as_str().map(String::from))
+        {
+            return Ok(peer);
+        }
+        if Instant::now() > deadline || cl.try_wait().ok().flatten().is_some() {
+            return Err(DriveError::Devnet(format!(
+                "Lodestar did not come up; the end of {}:\n{}",
+                log.display(),
+                tail(log)
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Checks the consensus side of `config` before anything starts: the Lodestar build (`None`
+/// without a CL), the followers' number and EL, the fork.
+fn check_consensus(config: &DevnetConfig) -> Result<Option<lodestar::Build>, DriveError> {
+    let Some(cl) = &config.lodestar else {
+        return Ok(None);
+    };
+    if cl.followers > lodestar::MAX_FOLLOWERS {
+        return Err(DriveError::Config(format!(
+            "{} follower pairs asked for: a devnet runs at most {} (each Lodestar takes about 550 MiB and a core)",
+            cl.followers,
+            lodestar::MAX_FOLLOWERS
+        )));
+    }
+    if cl.followers > 0 && config.el != ElKind::Geth {
+        return Err(DriveError::Config(
+            "follower pairs need --el geth (their ELs peer over devp2p)".into(),
+        ));
+    }
+    lodestar::forks(config.fork)?;
+    if cl.blob_feed.is_some() && config.fork != Fork::Osaka {
+        return Err(DriveError::Config(format!(
+            "the blob feed sends Osaka blob transactions (cell proofs): use --fork osaka, not {}",
+            config.fork
+        )));
+    }
+    lodestar::Build::open(&cl.build).map(Some)
+}
+
 /// A devnet started by this process: stopped (by process id) when dropped.
 pub struct Devnet {
     /// Where it lives.
@@ -375,15 +719,68 @@ pub struct Devnet {
     children: Vec<Child>,
 }
 
+/// What every follower pair of a devnet is started with.
+struct FollowerSetup<'a> {
+    build: &'a lodestar::Build,
+    chain: &'a lodestar::ChainParams,
+    els: &'a ElSetup<'a>,
+    proxy_binary: Option<&'a Path>,
+    /// The proposer's geth, which each follower's geth dials.
+    enode: Option<String>,
+    /// The proposer's Lodestar: its p2p port and libp2p peer id.
+    p2p_port: u16,
+    peer: String,
+}
+
+/// What the ELs of one devnet share.
+struct ElSetup<'a> {
+    kind: ElKind,
+    geth: &'a Path,
+    jwt: &'a Path,
+}
+
+impl ElSetup<'_> {
+    /// Starts the devnet's `index`-th EL on fresh loopback ports and waits until it answers:
+    /// the process and its Engine and public URLs.
+    async fn start(
+        &self,
+        dir: &Path,
+        index: usize,
+        p2p: Option<&GethP2p>,
+    ) -> Result<(Child, String, String), DriveError> {
+        let (auth_port, http_port) = (free_port()?, free_port()?);
+        let command = match self.kind {
+            ElKind::Geth => {
+                let files = init_geth(self.geth, dir, index, p2p)?;
+                geth_command(self.geth, &files, auth_port, http_port, self.jwt)
+            }
+            ElKind::Ethereumjs => ethereumjs_command(dir, auth_port, http_port, self.jwt)?,
+        };
+        let log = match index {
+            0 => dir.join("el.log"),
+            n => dir.join(format!("el{}.log", n + 1)),
+        };
+        let mut el = spawn(command, &log)?;
+        let eth_url = format!("http://127.0.0.1:{http_port}");
+        if let Err(e) = wait_for_el(&eth_url, &mut el, &log).await {
+            let _ = stop(el.id(), dir);
+            let _ = el.wait();
+            return Err(e);
+        }
+        Ok((el, format!("http://127.0.0.1:{auth_port}"), eth_url))
+    }
+}
+
 impl Devnet {
-    /// Installs what is missing, writes the genesis, starts the EL (and the proxy) and waits
-    /// until they answer. Refuses a directory where a devnet still runs.
+    /// Installs what is missing, writes the genesis, starts the EL (and the proxy, and the
+    /// consensus side) and waits until they answer. Refuses a directory where a devnet still
+    /// runs, and a setting that cannot work before starting anything.
     pub async fn up(config: &DevnetConfig) -> Result<Devnet, DriveError> {
         let dir = &config.dir;
         std::fs::create_dir_all(dir).map_err(io(dir.display()))?;
         let dir = dir.canonicalize().map_err(io(dir.display()))?;
         if let Ok(old) = DevnetState::read(&dir)
-            && (alive(old.el_pid, &dir) || old.proxy_pid.is_some_and(|p| alive(p, &dir)))
+            && old.pids().into_iter().any(|p| alive(p, &dir))
         {
             return Err(DriveError::Devnet(format!(
                 "a devnet already runs in {} (`sszgate devnet down --dir {}` first)",
@@ -391,73 +788,36 @@ impl Devnet {
                 dir.display()
             )));
         }
+        let build = check_consensus(config)?;
+        if config.el == ElKind::Ethereumjs && config.fork > Fork::Prague {
+            return Err(DriveError::Config(
+                "the ethereumjs client runs up to Prague: use --fork prague".into(),
+            ));
+        }
         // geth writes the genesis for both ELs (its dev genesis holds the system contracts).
         let geth = match find_geth(&dir) {
             Some(path) => path,
             None => install_geth(&dir)?,
         };
         let genesis = genesis(&geth, config.fork, config.max_blobs)?;
-        let chain = dir.join("chain");
-        if chain.exists() {
-            std::fs::remove_dir_all(&chain).map_err(io(chain.display()))?;
-        }
-        std::fs::create_dir_all(&chain).map_err(io(chain.display()))?;
         let genesis_path = dir.join("genesis.json");
         std::fs::write(&genesis_path, genesis.to_string()).map_err(io(genesis_path.display()))?;
         let jwt_secret = dir.join("jwt.hex");
         std::fs::write(&jwt_secret, fresh_secret()?).map_err(io(jwt_secret.display()))?;
-        let (auth_port, http_port) = (free_port()?, free_port()?);
-        let el_log = dir.join("el.log");
-        let el_command = match config.el {
-            ElKind::Geth => {
-                let init = Command::new(&geth)
-                    .arg("init")
-                    .arg("--datadir")
-                    .arg(&chain)
-                    .arg(&genesis_path)
-                    .output()
-                    .map_err(io("geth init"))?;
-                if !init.status.success() {
-                    return Err(DriveError::Devnet(format!(
-                        "geth init: {}",
-                        String::from_utf8_lossy(&init.stderr)
-                    )));
-                }
-                let p2p_off = dir.join("p2p-off.toml");
-                std::fs::write(
-                    &p2p_off,
-                    "[Node.P2P]\nMaxPeers = 0\nNoDiscovery = true\nNoDial = true\nListenAddr = \"\"\nBootstrapNodes = []\nBootstrapNodesV5 = []\n",
-                )
-                .map_err(io(p2p_off.display()))?;
-                geth_command(&geth, &dir, auth_port, http_port, &jwt_secret)
-            }
-            ElKind::Ethereumjs => {
-                if config.fork > Fork::Prague {
-                    return Err(DriveError::Config(
-                        "the ethereumjs client runs up to Prague: use --fork prague".into(),
-                    ));
-                }
-                let ethereumjs = match find_ethereumjs(&dir) {
-                    Some(path) => path,
-                    None => install_ethereumjs(&dir)?,
-                };
-                let mut c = Command::new(ethereumjs);
-                c.arg("--gethGenesis")
-                    .arg(&genesis_path)
-                    .arg("--dataDir")
-                    .arg(&chain)
-                    .args(["--rpc", "--rpcAddr", "127.0.0.1"])
-                    .args(["--rpcPort", &http_port.to_string()])
-                    .args(["--rpcEngine", "--rpcEngineAddr", "127.0.0.1"])
-                    .args(["--rpcEnginePort", &auth_port.to_string()])
-                    .args(["--rpcEngineAuth", "true", "--jwtSecret"])
-                    .arg(&jwt_secret)
-                    .args(["--maxPeers", "0", "--discV4", "false", "--discDns", "false"])
-                    .args(["--isSingleNode", "true"]);
-                c
-            }
+        let followers = config.lodestar.as_ref().map_or(0, |cl| cl.followers);
+        let p2p = (followers > 0)
+            .then(|| GethP2p::new(Vec::new()))
+            .transpose()?;
+        let els = ElSetup {
+            kind: config.el,
+            geth: &geth,
+            jwt: &jwt_secret,
         };
-        let el = spawn(el_command, &el_log)?;
+        let (el, engine_url, eth_url) = els.start(&dir, 0, p2p.as_ref()).await?;
+        eprintln!(
+            "devnet: {:?} on {} (at most {} blobs a block) up at {eth_url}",
+            config.el, config.fork, config.max_blobs
+        );
         let mut devnet = Devnet {
             dir: dir.clone(),
             state: DevnetState {
@@ -465,8 +825,8 @@ impl Devnet {
                 fork: config.fork.to_string(),
                 max_blobs: config.max_blobs,
                 el_pid: el.id(),
-                engine_url: format!("http://127.0.0.1:{auth_port}"),
-                eth_url: format!("http://127.0.0.1:{http_port}"),
+                engine_url,
+                eth_url,
                 jwt_secret: jwt_secret.clone(),
                 proxy_pid: None,
                 proxy_url: None,
@@ -474,60 +834,123 @@ impl Devnet {
                 records: None,
                 cl_pid: None,
                 beacon_url: None,
+                preset: None,
+                seconds_per_slot: None,
+                followers: Vec::new(),
+                feed_pid: None,
             },
             children: vec![el],
         };
         devnet.write_state()?;
-        wait_for_el(&devnet.state.eth_url, &mut devnet.children[0], &el_log).await?;
-
         if let Some(binary) = &config.proxy_binary {
-            let (listen, metrics) = (free_port()?, free_port()?);
-            let records = dir.join("records.db");
-            let proxy_log = dir.join("proxy.log");
-            let mut c = Command::new(binary);
-            c.arg("proxy")
-                .args(["--upstream", &devnet.state.engine_url])
-                .args(["--listen", &format!("127.0.0.1:{listen}")])
-                .args(["--metrics", &format!("127.0.0.1:{metrics}")])
-                .arg("--jwt-secret")
-                .arg(&jwt_secret)
-                .arg("--store")
-                .arg(format!("sqlite:{}", records.display()))
-                .args(["--label", &format!("devnet={}", dir.display())])
-                // A devnet exists to catch bugs: every call is verified, proofs included.
-                .args(["--verify", "all"]);
-            let proxy = spawn(c, &proxy_log)?;
-            devnet.state.proxy_pid = Some(proxy.id());
-            devnet.state.proxy_url = Some(format!("http://127.0.0.1:{listen}"));
-            devnet.state.metrics_url = Some(format!("http://127.0.0.1:{metrics}"));
-            devnet.state.records = Some(records);
-            devnet.children.push(proxy);
+            let upstream = devnet.state.engine_url.clone();
+            let proxy = devnet.start_proxy(binary, &upstream, 0).await?;
+            devnet.state.proxy_pid = Some(proxy.pid);
+            devnet.state.proxy_url = Some(proxy.url);
+            devnet.state.metrics_url = Some(proxy.metrics_url);
+            devnet.state.records = Some(proxy.records);
             devnet.write_state()?;
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while tokio::net::TcpStream::connect(("127.0.0.1", listen))
-                .await
-                .is_err()
-            {
-                if Instant::now() > deadline
-                    || devnet.children[1].try_wait().ok().flatten().is_some()
-                {
-                    return Err(DriveError::Devnet(format!(
-                        "the proxy did not come up; the end of {}:\n{}",
-                        proxy_log.display(),
-                        tail(&proxy_log)
-                    )));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
         }
-        if let Some(build) = &config.lodestar {
-            devnet.start_lodestar(build, config.fork).await?;
+        if let (Some(cl), Some(build)) = (&config.lodestar, build) {
+            let enode = p2p.map(|p| p.enode());
+            devnet
+                .start_consensus(config, cl, &build, &els, enode)
+                .await?;
         }
         Ok(devnet)
     }
 
-    /// Starts Lodestar on the proxy (or the EL), its genesis a few seconds from now.
-    async fn start_lodestar(&mut self, build: &Path, fork: Fork) -> Result<(), DriveError> {
+    /// Starts `sszgate proxy` (`binary`) in front of the Engine API at `upstream`, verifying
+    /// every call, and waits until it listens. Its files carry the link's number (none for
+    /// the proposer's link, 2, 3, … for the followers').
+    async fn start_proxy(
+        &mut self,
+        binary: &Path,
+        upstream: &str,
+        index: usize,
+    ) -> Result<ProxyState, DriveError> {
+        let suffix = if index == 0 {
+            String::new()
+        } else {
+            (index + 1).to_string()
+        };
+        let (listen, metrics) = (free_port()?, free_port()?);
+        let records = self.dir.join(format!("records{suffix}.db"));
+        let log = self.dir.join(format!("proxy{suffix}.log"));
+        let mut c = Command::new(binary);
+        c.arg("proxy")
+            .args(["--upstream", upstream])
+            .args(["--listen", &format!("127.0.0.1:{listen}")])
+            .args(["--metrics", &format!("127.0.0.1:{metrics}")])
+            .arg("--jwt-secret")
+            .arg(&self.state.jwt_secret)
+            .arg("--store")
+            .arg(format!("sqlite:{}", records.display()))
+            .args(["--label", &format!("devnet={}", self.dir.display())])
+            // A devnet exists to catch bugs: every call is verified, proofs included.
+            .args(["--verify", "all"]);
+        if index > 0 {
+            c.args(["--label", &format!("link=follower{index}")]);
+        }
+        let mut proxy = spawn(c, &log)?;
+        let pid = proxy.id();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while tokio::net::TcpStream::connect(("127.0.0.1", listen))
+            .await
+            .is_err()
+        {
+            if Instant::now() > deadline || proxy.try_wait().ok().flatten().is_some() {
+                let _ = stop(pid, &self.dir);
+                let _ = proxy.wait();
+                return Err(DriveError::Devnet(format!(
+                    "the proxy did not come up; the end of {}:\n{}",
+                    log.display(),
+                    tail(&log)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.children.push(proxy);
+        eprintln!(
+            "devnet: sszgate proxy on Engine link {} at 127.0.0.1:{listen} (records {})",
+            index + 1,
+            records.display()
+        );
+        Ok(ProxyState {
+            pid,
+            url: format!("http://127.0.0.1:{listen}"),
+            metrics_url: format!("http://127.0.0.1:{metrics}"),
+            records,
+        })
+    }
+
+    /// Starts the proposing Lodestar on the proxy (or the EL), its genesis
+    /// [`lodestar::GENESIS_DELAY`] from now; then each follower pair, peered with the
+    /// proposer's on both layers; then the blob feed.
+    async fn start_consensus(
+        &mut self,
+        config: &DevnetConfig,
+        cl: &ClConfig,
+        build: &lodestar::Build,
+        els: &ElSetup<'_>,
+        enode: Option<String>,
+    ) -> Result<(), DriveError> {
+        let params_file = match bpo1_max(config.fork, config.max_blobs)? {
+            Some(max) => {
+                let path = self.dir.join("cl-params.json");
+                let text = lodestar::blob_schedule(max).to_string();
+                std::fs::write(&path, text).map_err(io(path.display()))?;
+                Some(path)
+            }
+            None => None,
+        };
+        let chain = lodestar::ChainParams {
+            preset: cl.preset,
+            fork: config.fork,
+            seconds_per_slot: cl.seconds_per_slot,
+            jwt: self.state.jwt_secret.clone(),
+            params_file,
+        };
         let genesis = EthRpc::new(&self.state.eth_url)
             .call("eth_getBlockByNumber", json!(["0x0", false]))
             .await?;
@@ -535,32 +958,163 @@ impl Devnet {
             .as_str()
             .ok_or_else(|| DriveError::Devnet(format!("the EL's genesis has no hash: {genesis}")))?
             .to_string();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let (rest_port, p2p_port) = (free_port()?, free_port()?);
+        let genesis_time = unix_now() + lodestar::GENESIS_DELAY;
+        let role = lodestar::Role::Proposer {
+            el_genesis_hash: hash,
+            genesis_time,
+        };
         let engine_url = self
             .state
             .proxy_url
             .clone()
             .unwrap_or(self.state.engine_url.clone());
-        let command = crate::lodestar::command(&crate::lodestar::LodestarPlan {
+        let (pid, beacon_url, p2p_port, peer) = self
+            .start_lodestar(build, &chain, role, &engine_url, 0)
+            .await?;
+        self.state.cl_pid = Some(pid);
+        self.state.beacon_url = Some(beacon_url);
+        self.state.preset = Some(cl.preset);
+        self.state.seconds_per_slot = Some(cl.seconds_per_slot);
+        self.write_state()?;
+        eprintln!(
+            "devnet: Lodestar v1.38 proposing ({} preset, {} s slots), genesis in about {} s",
+            cl.preset.name(),
+            cl.seconds_per_slot,
+            genesis_time.saturating_sub(unix_now())
+        );
+        let setup = FollowerSetup {
             build,
-            dir: &self.dir,
-            engine_url: &engine_url,
-            jwt: &self.state.jwt_secret,
-            el_genesis_hash: &hash,
-            genesis_time: now + crate::lodestar::GENESIS_DELAY,
-            fork,
+            chain: &chain,
+            els,
+            proxy_binary: config.proxy_binary.as_deref(),
+            enode,
+            p2p_port,
+            peer,
+        };
+        for index in 1..=cl.followers as usize {
+            let follower = self.start_follower(&setup, index).await?;
+            self.state.followers.push(follower);
+            self.write_state()?;
+        }
+        if let Some(feed) = &cl.blob_feed {
+            self.start_feed(feed)?;
+        }
+        Ok(())
+    }
+
+    /// Starts one Lodestar node (`index` 0: the proposer) and waits for its Beacon API: its
+    /// process id, Beacon API URL, p2p port and libp2p peer id.
+    async fn start_lodestar(
+        &mut self,
+        build: &lodestar::Build,
+        chain: &lodestar::ChainParams,
+        role: lodestar::Role,
+        engine_url: &str,
+        index: usize,
+    ) -> Result<(u32, String, u16, String), DriveError> {
+        let suffix = if index == 0 {
+            String::new()
+        } else {
+            (index + 1).to_string()
+        };
+        let node_dir = self.dir.join(format!("cl{suffix}"));
+        if node_dir.exists() {
+            std::fs::remove_dir_all(&node_dir).map_err(io(node_dir.display()))?;
+        }
+        std::fs::create_dir_all(&node_dir).map_err(io(node_dir.display()))?;
+        let (rest_port, p2p_port) = (free_port()?, free_port()?);
+        let command = lodestar::command(&lodestar::NodePlan {
+            build,
+            chain,
+            role,
+            dir: &node_dir,
+            engine_url,
             rest_port,
             p2p_port,
         })?;
-        let log = self.dir.join("cl.log");
-        let cl = spawn(command, &log)?;
-        self.state.cl_pid = Some(cl.id());
-        self.state.beacon_url = Some(format!("http://127.0.0.1:{rest_port}"));
-        self.children.push(cl);
-        self.write_state()
+        let log = self.dir.join(format!("cl{suffix}.log"));
+        let mut node = spawn(command, &log)?;
+        let pid = node.id();
+        let beacon = format!("http://127.0.0.1:{rest_port}");
+        match wait_for_cl(&beacon, &mut node, &log).await {
+            Ok(peer) => {
+                self.children.push(node);
+                Ok((pid, beacon, p2p_port, peer))
+            }
+            Err(e) => {
+                let _ = stop(pid, &self.dir);
+                let _ = node.wait();
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts the `index`-th follower pair: a geth dialing the proposer's, a proxy on its
+    /// Engine link when the devnet has proxies, and a Lodestar without validators connected
+    /// to the proposer's.
+    async fn start_follower(
+        &mut self,
+        setup: &FollowerSetup<'_>,
+        index: usize,
+    ) -> Result<FollowerState, DriveError> {
+        let p2p = GethP2p::new(setup.enode.iter().cloned().collect())?;
+        let (el, engine_url, eth_url) = setup.els.start(&self.dir, index, Some(&p2p)).await?;
+        let el_pid = el.id();
+        self.children.push(el);
+        let proxy = match setup.proxy_binary {
+            Some(binary) => Some(self.start_proxy(binary, &engine_url, index).await?),
+            None => None,
+        };
+        let role = lodestar::Role::Follower {
+            genesis_state: self.dir.join("cl/genesis.ssz"),
+        };
+        let cl_engine = proxy.as_ref().map_or(engine_url.clone(), |p| p.url.clone());
+        let (cl_pid, beacon_url, _, _) = self
+            .start_lodestar(setup.build, setup.chain, role, &cl_engine, index)
+            .await?;
+        let connect = format!(
+            "{beacon_url}/eth/v1/lodestar/connect_peer?peerId={}&multiaddr=/ip4/127.0.0.1/tcp/{}",
+            setup.peer, setup.p2p_port
+        );
+        http_json(http::Method::POST, &connect, None)
+            .await
+            .map_err(|e| {
+                DriveError::Devnet(format!(
+                    "follower {index}: connecting to the proposer's Lodestar: {e}"
+                ))
+            })?;
+        eprintln!(
+            "devnet: follower {index} up (geth at {eth_url}, Lodestar at {beacon_url}), peered with the proposer"
+        );
+        Ok(FollowerState {
+            el_pid,
+            engine_url,
+            eth_url,
+            proxy,
+            cl_pid,
+            beacon_url,
+        })
+    }
+
+    /// Starts the blob feed (`sszgate devnet feed`) on this devnet.
+    fn start_feed(&mut self, plan: &BlobFeedPlan) -> Result<(), DriveError> {
+        let mut c = Command::new(&plan.binary);
+        c.args(["devnet", "feed", "--dir"])
+            .arg(&self.dir)
+            .args(["--blobs-per-block", &plan.blobs_per_block.to_string()]);
+        if let Some(data) = &plan.data {
+            c.arg("--data").arg(data);
+        }
+        let feed = spawn(c, &self.dir.join("feed.log"))?;
+        self.state.feed_pid = Some(feed.id());
+        self.children.push(feed);
+        self.write_state()?;
+        eprintln!(
+            "devnet: blob feed keeping {} real mainnet blobs in the pool for every block (log {})",
+            plan.blobs_per_block,
+            self.dir.join("feed.log").display()
+        );
+        Ok(())
     }
 
     fn write_state(&self) -> Result<(), DriveError> {
@@ -597,7 +1151,7 @@ impl Devnet {
         };
         let command = geth_command(
             &geth,
-            &self.dir,
+            &geth_files(&self.dir, 0),
             port(&self.state.engine_url),
             port(&self.state.eth_url),
             &self.state.jwt_secret,
@@ -658,18 +1212,14 @@ fn stop(pid: u32, dir: &Path) -> Result<(), DriveError> {
     Ok(())
 }
 
-/// Stops the devnet in `dir` (the CL first, then the proxy, then the EL) and removes
+/// Stops the devnet in `dir` (the feed, the CLs, the proxies, then the ELs) and removes
 /// `devnet.json`.
 pub fn down(dir: &Path) -> Result<DevnetState, DriveError> {
     let dir = dir.canonicalize().map_err(io(dir.display()))?;
     let state = DevnetState::read(&dir)?;
-    if let Some(pid) = state.cl_pid {
+    for pid in state.pids() {
         stop(pid, &dir)?;
     }
-    if let Some(pid) = state.proxy_pid {
-        stop(pid, &dir)?;
-    }
-    stop(state.el_pid, &dir)?;
     let path = DevnetState::path(&dir);
     std::fs::remove_file(&path).map_err(io(path.display()))?;
     Ok(state)

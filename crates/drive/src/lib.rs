@@ -8,10 +8,12 @@
 //! - [`load`]: transfers and blob transactions (real mainnet blobs) from funded dev keys;
 //! - [`devnet`]: a geth on a fresh post-merge chain with sszgate's proxy in front, in one
 //!   directory, started and stopped by process id; driven by the built-in driver or by a real
-//!   consensus client ([`lodestar`]).
+//!   consensus client ([`lodestar`]) and its followers, with [`blob_feed`] keeping real blobs
+//!   in the pools.
 //!
 //! The HTTP relay itself lives in `sszgate-gateway`; the message codecs in `sszgate-engine`.
 
+pub mod blob_feed;
 pub mod client;
 pub mod devnet;
 pub mod driver;

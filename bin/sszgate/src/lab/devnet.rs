@@ -1,6 +1,8 @@
-//! `sszgate devnet up|down|status` and `sszgate demo`: a local EL with the proxy in front,
-//! and the first-run demo that drives it over REST-SSZ through the bridge. The driving
-//! itself is `sszgate drive`'s (`crate::drive`), which the demo calls.
+//! `sszgate devnet up|down|status|feed` and `sszgate demo`: a local EL with the proxy in
+//! front (or a Lodestar v1.38 proposer and its followers, a proxy on every Engine link, and a
+//! feed of real blobs), and the first-run demo that drives it over REST-SSZ through the
+//! bridge. The driving itself is `sszgate drive`'s (`crate::drive`), which the demo calls; the
+//! processes are `sszgate_drive::devnet`'s.
 
 use std::path::{Path, PathBuf};
 
@@ -9,11 +11,13 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
 use sszgate_drive::{
     EthRpc,
-    devnet::{self, Devnet, DevnetConfig, DevnetState, ElKind},
+    blob_feed::{BlobFeed, Hold},
+    devnet::{self, BlobFeedPlan, ClConfig, Devnet, DevnetConfig, DevnetState, ElKind},
+    lodestar::{self, Preset},
 };
 use sszgate_engine::Fork;
 
-use crate::flags::{self, ForkParser};
+use crate::flags::{self, DataArg, ForkParser};
 
 /// Arguments of `sszgate devnet`.
 #[derive(Debug, Args)]
@@ -30,7 +34,26 @@ enum DevnetCommand {
     Down(DirArg),
     /// Show what runs and whether it answers.
     Status(DirArg),
+    /// Keep real mainnet blobs waiting in the devnet's pools for every block (`up --cl
+    /// lodestar` starts it; runs until stopped).
+    Feed(FeedArgs),
 }
+
+/// Arguments of `sszgate devnet feed`.
+#[derive(Debug, Args)]
+struct FeedArgs {
+    #[command(flatten)]
+    dir: DirArg,
+    /// Blobs kept waiting in the proposer's pool for each block (whole 6-blob transactions).
+    #[arg(long, default_value_t = DEFAULT_FEED)]
+    blobs_per_block: u32,
+    #[command(flatten)]
+    data: DataArg,
+}
+
+/// The blob feed's default: BPO1's target, so blocks of 48 blobs keep the blob fee steady
+/// (above the target it climbs each block until the load's fee cap stops it).
+const DEFAULT_FEED: u32 = 48;
 
 /// `--dir` of every `devnet` subcommand.
 #[derive(Debug, Args)]
@@ -58,14 +81,42 @@ pub(crate) struct UpArgs {
     #[arg(long)]
     no_proxy: bool,
     /// The consensus client: builtin (none runs; drive the chain with `sszgate drive`) or
-    /// lodestar (a real CL proposing every 2 s slot, through the proxy; needs --lodestar,
-    /// and --fork cancun or prague).
+    /// lodestar (Lodestar v1.38 proposing with 8 interop validators, Fulu from genesis on
+    /// Osaka, a BPO1 fork raising blobs to --max-blobs; Electra on prague, Deneb on cancun).
     #[arg(long, value_enum, default_value = "builtin")]
     cl: ClArg,
-    /// A Lodestar v1.22 build directory (../shared/tools/lodestar/build.sh DIR), for
-    /// --cl lodestar.
-    #[arg(long, env = "SSZGATE_LODESTAR", value_name = "DIR")]
+    /// The Lodestar v1.38 build directory for --cl lodestar (made by
+    /// `bash ../shared/tools/lodestar-fulu/build.sh DIR`); default $HOME/.cache/lodestar-v1.38.
+    #[arg(long, env = lodestar::BUILD_ENV, value_name = "DIR")]
     lodestar: Option<PathBuf>,
+    /// The consensus preset for --cl lodestar: minimal (8-slot epochs) or mainnet (32-slot
+    /// epochs, 512-member sync committees, as a light client expects).
+    #[arg(long, value_enum, default_value = "minimal")]
+    preset: PresetArg,
+    /// Follower pairs for --cl lodestar (0 to 2): each a geth peered with the proposer's and
+    /// a Lodestar without validators that fetches every block's blobs from its EL with
+    /// engine_getBlobsV2, a proxy on its Engine link too.
+    #[arg(long, default_value_t = 0)]
+    followers: u32,
+    /// Seconds per slot for --cl lodestar (6 lets a 48-blob block's cells be computed and
+    /// gossiped in its slot on a loaded 2-core machine).
+    #[arg(long, default_value_t = lodestar::SECONDS_PER_SLOT)]
+    slot_seconds: u32,
+    /// Real mainnet blobs kept waiting in the pools for every block under --cl lodestar (a
+    /// background `sszgate devnet feed`); 0: none. Default 48 on osaka, 0 before it.
+    #[arg(long)]
+    blobs_per_block: Option<u32>,
+    #[command(flatten)]
+    data: DataArg,
+}
+
+/// `--preset` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PresetArg {
+    /// 8 slots an epoch, 32-member sync committees.
+    Minimal,
+    /// 32 slots an epoch, 512-member sync committees.
+    Mainnet,
 }
 
 /// `--cl` values.
@@ -73,8 +124,49 @@ pub(crate) struct UpArgs {
 enum ClArg {
     /// No CL process: the built-in driver (`sszgate drive`) drives the chain.
     Builtin,
-    /// Lodestar, in dev mode with interop validators.
+    /// Lodestar v1.38, in dev mode with interop validators.
     Lodestar,
+}
+
+/// The consensus side of `args` (none for the built-in driver).
+fn cl_config(args: &UpArgs, max_blobs: u32) -> Result<Option<ClConfig>> {
+    if args.cl == ClArg::Builtin {
+        return Ok(None);
+    }
+    let build = lodestar::build_dir(args.lodestar.as_deref()).with_context(|| {
+        format!(
+            "--cl lodestar needs a Lodestar v1.38 build: {}, then --lodestar DIR",
+            lodestar::BUILD_HINT
+        )
+    })?;
+    let default_feed = if args.fork == Fork::Osaka {
+        DEFAULT_FEED
+    } else {
+        0
+    };
+    let blobs_per_block = args.blobs_per_block.unwrap_or(default_feed);
+    if blobs_per_block > max_blobs {
+        bail!("--blobs-per-block {blobs_per_block} is above --max-blobs {max_blobs}");
+    }
+    let blob_feed = if blobs_per_block == 0 {
+        None
+    } else {
+        Some(BlobFeedPlan {
+            binary: std::env::current_exe().context("locating the sszgate binary")?,
+            blobs_per_block,
+            data: args.data.data.clone(),
+        })
+    };
+    Ok(Some(ClConfig {
+        build,
+        preset: match args.preset {
+            PresetArg::Minimal => Preset::Minimal,
+            PresetArg::Mainnet => Preset::Mainnet,
+        },
+        seconds_per_slot: args.slot_seconds,
+        followers: args.followers,
+        blob_feed,
+    }))
 }
 
 fn config(args: &UpArgs) -> Result<DevnetConfig> {
@@ -94,15 +186,7 @@ fn config(args: &UpArgs) -> Result<DevnetConfig> {
         } else {
             Some(std::env::current_exe().context("locating the sszgate binary")?)
         },
-        lodestar: match (args.cl, &args.lodestar) {
-            (ClArg::Builtin, _) => None,
-            (ClArg::Lodestar, Some(dir)) => Some(dir.clone()),
-            (ClArg::Lodestar, None) => {
-                bail!(
-                    "--cl lodestar needs --lodestar DIR (a build of ../shared/tools/lodestar/build.sh DIR)"
-                )
-            }
-        },
+        lodestar: cl_config(args, max_blobs)?,
     })
 }
 
@@ -132,7 +216,33 @@ pub(crate) fn run(args: DevnetArgs) -> Result<()> {
             Ok(())
         }
         DevnetCommand::Status(DirArg { dir }) => crate::runtime()?.block_on(status(&dir)),
+        DevnetCommand::Feed(args) => crate::runtime()?.block_on(feed(&args)),
     }
+}
+
+/// Runs the blob feed on the devnet in `--dir` until stopped.
+async fn feed(args: &FeedArgs) -> Result<()> {
+    let state = DevnetState::read(&args.dir.dir)?;
+    let data = args.data.dir();
+    let blobs = sszgate_fixtures::Fixtures::load(&data)
+        .and_then(|f| f.blobs())
+        .with_context(|| format!("reading the blobs of {}", data.display()))?;
+    let urls = state.eth_urls();
+    println!(
+        "feeding {} blobs a block from {} real blobs of {} to {}",
+        args.blobs_per_block,
+        blobs.len(),
+        data.display(),
+        urls.join(", ")
+    );
+    let mut feed = BlobFeed::new(&urls, blobs, args.blobs_per_block).await?;
+    // With a proxy on the proposer's link, blocks wait while each load enters the pool.
+    if let (Some(control_url), Some(slot)) = (state.metrics_url, state.seconds_per_slot) {
+        let slot = std::time::Duration::from_secs(slot.into());
+        feed = feed.holding(Hold { control_url, slot });
+    }
+    feed.run(|line| println!("{line}")).await?;
+    Ok(())
 }
 
 fn print_state(dir: &Path, state: &DevnetState) {
@@ -154,8 +264,34 @@ fn print_state(dir: &Path, state: &DevnetState) {
     }
     match (state.cl_pid, &state.beacon_url) {
         (Some(pid), Some(beacon)) => {
-            println!("  consensus client:     Lodestar (pid {pid}), a block every 2 s slot");
+            println!(
+                "  consensus client:     Lodestar v1.38 (pid {pid}), {} preset, a block every {} s slot",
+                state.preset.map_or("?", Preset::name),
+                state.seconds_per_slot.unwrap_or_default()
+            );
             println!("  beacon API:           {beacon}  (light-client server on)");
+            for (i, follower) in state.followers.iter().enumerate() {
+                println!(
+                    "  follower {}:           geth {} (engine {}), Lodestar {}",
+                    i + 1,
+                    follower.eth_url,
+                    follower.engine_url,
+                    follower.beacon_url
+                );
+                if let Some(proxy) = &follower.proxy {
+                    println!(
+                        "    its proxy:          {}  records {}",
+                        proxy.url,
+                        proxy.records.display()
+                    );
+                }
+            }
+            if let Some(pid) = state.feed_pid {
+                println!(
+                    "  blob feed:            pid {pid}, log {}",
+                    dir.join("feed.log").display()
+                );
+            }
         }
         _ => println!(
             "drive it: sszgate drive --devnet {} --transport ssz --blocks 20 --blob-txs-per-block 2",
@@ -195,7 +331,40 @@ async fn status(dir: &Path) -> Result<()> {
             state.proxy_url.as_deref().unwrap_or("?")
         );
     }
+    let running = |pid: u32| {
+        if devnet::alive(pid, &dir) {
+            "running"
+        } else {
+            "NOT RUNNING"
+        }
+    };
+    if let (Some(pid), Some(beacon)) = (state.cl_pid, &state.beacon_url) {
+        let slot = lodestar_head(beacon).await;
+        println!("Lodestar pid {pid}: {}; {slot}", running(pid));
+    }
+    for (i, follower) in state.followers.iter().enumerate() {
+        let slot = lodestar_head(&follower.beacon_url).await;
+        println!(
+            "follower {}: geth pid {} {}, Lodestar pid {} {}; {slot}",
+            i + 1,
+            follower.el_pid,
+            running(follower.el_pid),
+            follower.cl_pid,
+            running(follower.cl_pid)
+        );
+    }
+    if let Some(pid) = state.feed_pid {
+        println!("blob feed pid {pid}: {}", running(pid));
+    }
     Ok(())
+}
+
+/// The head slot a Beacon API reports, as text.
+async fn lodestar_head(beacon: &str) -> String {
+    match devnet::head_slot(beacon).await {
+        Ok(slot) => format!("head slot {slot}"),
+        Err(e) => format!("head unknown ({e})"),
+    }
 }
 
 /// Arguments of `sszgate demo`.
@@ -234,6 +403,11 @@ pub(crate) fn demo(args: DemoArgs) -> Result<()> {
         no_proxy: false,
         cl: ClArg::Builtin,
         lodestar: None,
+        preset: PresetArg::Minimal,
+        followers: 0,
+        slot_seconds: lodestar::SECONDS_PER_SLOT,
+        blobs_per_block: None,
+        data: DataArg { data: None },
     };
     let config = config(&up)?;
     let runtime = crate::runtime()?;
