@@ -212,6 +212,17 @@ impl DevnetState {
         pids
     }
 
+    /// How long `pid` gets between SIGTERM and SIGKILL: a proxy drains and verifies what it
+    /// has queued before it exits (its records would be lost to a kill), the others 20 s.
+    pub fn stop_grace(&self, pid: u32) -> Duration {
+        let proxy = self.proxy_pid == Some(pid)
+            || self
+                .followers
+                .iter()
+                .any(|f| f.proxy.as_ref().is_some_and(|p| p.pid == pid));
+        if proxy { PROXY_STOP_GRACE } else { STOP_GRACE }
+    }
+
     /// The public JSON-RPC of every EL: the proposer's, then the followers'.
     pub fn eth_urls(&self) -> Vec<String> {
         std::iter::once(self.eth_url.clone())
@@ -763,7 +774,7 @@ impl ElSetup<'_> {
         let mut el = spawn(command, &log)?;
         let eth_url = format!("http://127.0.0.1:{http_port}");
         if let Err(e) = wait_for_el(&eth_url, &mut el, &log).await {
-            let _ = stop(el.id(), dir);
+            let _ = stop(el.id(), dir, STOP_GRACE);
             let _ = el.wait();
             return Err(e);
         }
@@ -900,7 +911,7 @@ impl Devnet {
             .is_err()
         {
             if Instant::now() > deadline || proxy.try_wait().ok().flatten().is_some() {
-                let _ = stop(pid, &self.dir);
+                let _ = stop(pid, &self.dir, STOP_GRACE);
                 let _ = proxy.wait();
                 return Err(DriveError::Devnet(format!(
                     "the proxy did not come up; the end of {}:\n{}",
@@ -1042,7 +1053,7 @@ impl Devnet {
                 Ok((pid, beacon, p2p_port, peer))
             }
             Err(e) => {
-                let _ = stop(pid, &self.dir);
+                let _ = stop(pid, &self.dir, STOP_GRACE);
                 let _ = node.wait();
                 Err(e)
             }
@@ -1132,7 +1143,7 @@ impl Devnet {
     /// Stops the EL (SIGTERM, then SIGKILL after 20 s) and waits for it, leaving the proxy
     /// up; [`Devnet::restart_el`] starts it again on the same chain and ports.
     pub fn stop_el(&mut self) -> Result<(), DriveError> {
-        stop(self.state.el_pid, &self.dir)?;
+        stop(self.state.el_pid, &self.dir, STOP_GRACE)?;
         let _ = self.children[0].wait();
         Ok(())
     }
@@ -1169,7 +1180,7 @@ impl Drop for Devnet {
     fn drop(&mut self) {
         // The CL first, then the proxy, so it drains its records while the EL is still there.
         for child in self.children.iter_mut().rev() {
-            let _ = stop(child.id(), &self.dir);
+            let _ = stop(child.id(), &self.dir, self.state.stop_grace(child.id()));
             let _ = child.wait();
         }
     }
@@ -1191,16 +1202,23 @@ pub fn alive(pid: u32, dir: &Path) -> bool {
     String::from_utf8_lossy(&cmdline).contains(needle.as_ref())
 }
 
+/// How long a process of the devnet gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+
+/// How long a proxy gets: it verifies (KZG) and writes what it still holds before it exits,
+/// minutes behind the relay on a loaded machine.
+const PROXY_STOP_GRACE: Duration = Duration::from_secs(300);
+
 /// Stops `pid` if it is a live process of the devnet in `dir`: SIGTERM, then SIGKILL after
-/// 20 s.
-fn stop(pid: u32, dir: &Path) -> Result<(), DriveError> {
+/// `grace`.
+fn stop(pid: u32, dir: &Path, grace: Duration) -> Result<(), DriveError> {
     if !alive(pid, dir) {
         return Ok(());
     }
     let pid_t = pid as libc::pid_t;
     // SAFETY: kill(2) with a pid checked above to be this devnet's process; no memory involved.
     unsafe { libc::kill(pid_t, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + grace;
     while alive(pid, dir) {
         if Instant::now() > deadline {
             // SAFETY: as above.
@@ -1218,7 +1236,7 @@ pub fn down(dir: &Path) -> Result<DevnetState, DriveError> {
     let dir = dir.canonicalize().map_err(io(dir.display()))?;
     let state = DevnetState::read(&dir)?;
     for pid in state.pids() {
-        stop(pid, &dir)?;
+        stop(pid, &dir, state.stop_grace(pid))?;
     }
     let path = DevnetState::path(&dir);
     std::fs::remove_file(&path).map_err(io(path.display()))?;
