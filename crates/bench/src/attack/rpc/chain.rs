@@ -88,6 +88,11 @@ impl LiveChain {
             .output()
             .map_err(|e| format!("up.sh: {e}"))?;
         if !out.status.success() {
+            // What up.sh started before it failed is stopped by the pids it recorded.
+            let _ = Command::new("bash")
+                .arg(tools.kit.join("down.sh"))
+                .arg(run)
+                .output();
             return Err(format!(
                 "up.sh ({}): {}",
                 out.status,
