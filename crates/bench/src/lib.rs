@@ -9,6 +9,9 @@
 //! - [`soak`]: the soak run (`sszgate bench soak`): mainnet-shaped traffic through the relay
 //!   and the bridge for a set time; memory over time, latency, errors, records lost.
 //! - [`compress`]: the compression study (`sszgate bench compress`): five codecs, real data.
+//! - [`e2e`]: the end-to-end bench (`sszgate bench e2e`): a real Fulu CL's own Engine API
+//!   timings with its links direct, through sszgate and through rpc-snooper, in alternating
+//!   windows of one chain.
 //! - [`report`]: their Markdown tables, CSV and SVG charts.
 //! - [`attack`]: the adversarial campaign (`sszgate bench attack`): bombs, floods, slowloris,
 //!   malformed HTTP/1.1, h2c and WebSocket abuse against proxy processes, judged per row;
@@ -23,6 +26,7 @@
 pub mod attack;
 pub mod codec;
 pub mod compress;
+pub mod e2e;
 pub mod harness;
 pub mod proxy;
 pub mod relay_floor;

@@ -6,11 +6,14 @@
 //! - [`load`]: records from a SQLite store (the proxy's and the driver's schema), filtered by
 //!   time; [`load_clickhouse`]: the same from a ClickHouse database (a fleet's `sszgate_calls`);
 //! - [`build`]: the analyses, as [`Section`]s of tables with charts;
+//! - [`e2e`]: the end-to-end section of `sszgate bench e2e` (a real CL's own timings with
+//!   its link direct, through sszgate and through rpc-snooper);
 //! - [`Report::markdown`] and [`Report::html`] (self-contained: inline CSS and SVG, no script).
 //!
 //! Writing files and the CLI are the binary's job.
 
 mod chart;
+pub mod e2e;
 
 use std::collections::BTreeMap;
 

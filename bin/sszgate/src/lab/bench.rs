@@ -1,5 +1,5 @@
-//! `sszgate bench`: the proxy benchmark, the soak and the attack campaign (they need processes
-//! and sockets), and the codec and compression studies on real data, each with one command,
+//! `sszgate bench`: the proxy benchmark, the soak, the attack campaign and the end-to-end
+//! bench on a real chain (they need processes and sockets), and the codec and compression studies on real data, each with one command,
 //! writing Markdown, CSV and charts.
 //! (The micro-benchmarks against alloy's own codecs are `cargo bench -p sszgate-bench`.)
 
@@ -44,6 +44,120 @@ enum BenchCommand {
     /// sync-aggregate check; the bytes each moves, and whether the two proofs are the same.
     /// Exits 1 when the two answers of a case differ.
     Rpc(RpcBenchArgs),
+    /// The rpc-snooper study from the CL's side: one Fulu chain (Lodestar v1.38 + geth on
+    /// Osaka, BPO1 48/72, a follower pair) under a load of real mainnet blobs, each CL's
+    /// Engine link switched without a restart, in alternating windows, between direct,
+    /// `sszgate proxy`, rpc-snooper and a second forwarder; the CL-perceived duration of every
+    /// call (Lodestar's own histogram, read per call), the difference against direct and the
+    /// overhead over the EL-side time, per method and blob count. A progress line per window.
+    E2e(E2eArgs),
+}
+
+/// The tools of a live Fulu chain (the lodestar-fulu kit).
+#[derive(Debug, Args)]
+struct FuluChainArgs {
+    /// geth (v1.17.8); default .tools/bin/geth in the repository.
+    #[arg(long, env = "SSZGATE_GETH")]
+    geth: Option<PathBuf>,
+    /// The Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
+    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
+    lodestar: Option<PathBuf>,
+    /// The chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
+    #[arg(long)]
+    kit: Option<PathBuf>,
+}
+
+impl FuluChainArgs {
+    /// The paths given, else their defaults.
+    fn tools(self) -> sszgate_bench::attack::rpc::LiveTools {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+        sszgate_bench::attack::rpc::LiveTools {
+            geth: self.geth.unwrap_or_else(|| repo.join(".tools/bin/geth")),
+            lodestar: self
+                .lodestar
+                .unwrap_or_else(|| home.join(".cache/lodestar-v1.38")),
+            kit: self
+                .kit
+                .unwrap_or_else(|| repo.join("../shared/tools/lodestar-fulu")),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct E2eArgs {
+    /// Rounds of windows: each round is one window per middle (direct, sszgate, rpc-snooper,
+    /// 2nd forwarder), in an order that rotates every round.
+    #[arg(long, default_value_t = 3)]
+    windows: usize,
+    /// Slots per window.
+    #[arg(long, default_value_t = 8)]
+    slots_per_window: u64,
+    /// Seconds per slot of the chain (6: a 72-blob block's columns are computed and gossiped
+    /// within its slot on a loaded 2-core machine).
+    #[arg(long, default_value_t = 6)]
+    seconds_per_slot: u64,
+    /// Blob counts of the load's batches, in turn (rounded up to whole 6-blob transactions),
+    /// and the bins of the tables.
+    #[arg(long, value_delimiter = ',', default_value = "0,6,12,24,48,72")]
+    blobs: Vec<usize>,
+    #[command(flatten)]
+    chain: FuluChainArgs,
+    /// rpc-snooper's build directory (holding bin/snooper); default
+    /// $HOME/.cache/rpc-snooper-6452c11.
+    #[arg(long, env = "SSZGATE_RPC_SNOOPER")]
+    rpc_snooper: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArg,
+    /// Also write the Markdown report to this file, and the HTML report (tables and charts)
+    /// next to it with the extension .html.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonOutArg,
+    #[command(flatten)]
+    proxy_args: ProxyArgsArg,
+}
+
+fn e2e(args: E2eArgs) -> Result<()> {
+    if args.windows == 0 || args.slots_per_window < 2 || args.seconds_per_slot < 2 {
+        anyhow::bail!(
+            "--windows must be at least 1, --slots-per-window and --seconds-per-slot at least 2"
+        );
+    }
+    if args.blobs.is_empty() || args.blobs.iter().any(|&n| n > 72) {
+        anyhow::bail!("--blobs takes counts from 0 to 72");
+    }
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let options = sszgate_bench::e2e::Options {
+        sszgate: std::env::current_exe().context("finding the sszgate executable")?,
+        tools: args.chain.tools(),
+        snooper: args
+            .rpc_snooper
+            .unwrap_or_else(|| home.join(".cache/rpc-snooper-6452c11"))
+            .join("bin/snooper"),
+        data: args.data.dir(),
+        windows: args.windows,
+        slots_per_window: args.slots_per_window,
+        seconds_per_slot: args.seconds_per_slot,
+        blobs: args.blobs,
+        proxy_args: args.proxy_args.proxy_args,
+    };
+    let mut progress = |line: &str| eprintln!("sszgate bench e2e: {line}");
+    let report = crate::runtime()?
+        .block_on(sszgate_bench::e2e::run(&options, &mut progress))
+        .map_err(|e| anyhow::anyhow!("bench e2e: {e}"))?;
+    print_report(&report.markdown(), args.out.as_deref())?;
+    if let Some(out) = &args.out {
+        let html = out.with_extension("html");
+        std::fs::write(&html, report.html())
+            .with_context(|| format!("writing {}", html.display()))?;
+    }
+    if let Some(path) = args.json.json {
+        let json = serde_json::to_string_pretty(&report).context("the report as JSON")?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -106,18 +220,7 @@ fn attack_rpc(args: AttackArgs) -> Result<()> {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
         data: args.cases.unwrap_or_else(|| shared.join("data/colibri")),
         short: args.short,
-        live: args.live.then(|| sszgate_bench::attack::rpc::LiveTools {
-            geth: args.geth.unwrap_or_else(|| {
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/geth")
-            }),
-            lodestar: args.lodestar.unwrap_or_else(|| {
-                std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/lodestar-v1.38")
-            }),
-            kit: args
-                .kit
-                .unwrap_or_else(|| shared.join("tools/lodestar-fulu")),
-        }),
+        live: args.live.then(|| args.chain.tools()),
     };
     let report = crate::runtime()?.block_on(sszgate_bench::attack::rpc::run(&options));
     print_report(&report.markdown(), args.out.out.as_deref())?;
@@ -155,15 +258,9 @@ struct AttackArgs {
     /// they are reported as not run.
     #[arg(long)]
     live: bool,
-    /// With --live: geth (v1.17.8); default .tools/bin/geth in the repository.
-    #[arg(long, env = "SSZGATE_GETH")]
-    geth: Option<PathBuf>,
-    /// With --live: the Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
-    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
-    lodestar: Option<PathBuf>,
-    /// With --live: the chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
-    #[arg(long)]
-    kit: Option<PathBuf>,
+    // With --live: the chain's tools.
+    #[command(flatten)]
+    chain: FuluChainArgs,
     #[command(flatten)]
     out: MarkdownOutArg,
     #[command(flatten)]
@@ -342,6 +439,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Soak(args) => return soak(args),
         BenchCommand::Attack(args) => return attack(args),
         BenchCommand::Rpc(args) => return rpc(args),
+        BenchCommand::E2e(args) => return e2e(args),
     };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,

@@ -70,16 +70,29 @@ impl Drop for LiveChain {
 impl LiveChain {
     /// Starts the chain (`PRESET=mainnet FORK=fulu`) with its state in `run`.
     pub(crate) fn up(tools: &LiveTools, run: &Path) -> Result<LiveChain, String> {
+        LiveChain::up_with(tools, run, &[("PRESET", "mainnet"), ("FORK", "fulu")])
+    }
+
+    /// Starts the chain with `knobs` (the environment of `up.sh`) and its state in `run`.
+    pub(crate) fn up_with(
+        tools: &LiveTools,
+        run: &Path,
+        knobs: &[(&str, &str)],
+    ) -> Result<LiveChain, String> {
         let out = Command::new("bash")
             .arg(tools.kit.join("up.sh"))
             .env("GETH", &tools.geth)
             .env("LS_BUILD", &tools.lodestar)
             .env("RUN", run)
-            .env("PRESET", "mainnet")
-            .env("FORK", "fulu")
+            .envs(knobs.iter().copied())
             .output()
             .map_err(|e| format!("up.sh: {e}"))?;
         if !out.status.success() {
+            // What up.sh started before it failed is stopped by the pids it recorded.
+            let _ = Command::new("bash")
+                .arg(tools.kit.join("down.sh"))
+                .arg(run)
+                .output();
             return Err(format!(
                 "up.sh ({}): {}",
                 out.status,
@@ -91,6 +104,11 @@ impl LiveChain {
             up,
             kit: tools.kit.clone(),
         })
+    }
+
+    /// What `up.sh` printed (URLs, pids, the run directory, the genesis time).
+    pub(crate) fn up_json(&self) -> &Value {
+        &self.up
     }
 
     /// The Beacon API's base URL.
@@ -175,7 +193,7 @@ pub(crate) fn quantity(value: &Value) -> Option<u64> {
 }
 
 /// A GET with `accept`; the body of a 200 answer, or an error naming the status.
-async fn get(url: &str, accept: &str) -> Result<Bytes, String> {
+pub(crate) async fn get(url: &str, accept: &str) -> Result<Bytes, String> {
     let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
     let request = hyper::Request::get(url)
         .header("accept", accept)
