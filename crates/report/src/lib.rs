@@ -6,11 +6,14 @@
 //! - [`load`]: records from a SQLite store (the proxy's and the driver's schema), filtered by
 //!   time; [`load_clickhouse`]: the same from a ClickHouse database (a fleet's `sszgate_calls`);
 //! - [`build`]: the analyses, as [`Section`]s of tables with charts;
-//! - [`Report::markdown`] and [`Report::html`] (self-contained: inline CSS and SVG, no script).
+//! - [`Report::markdown`] and [`Report::html`] (self-contained: inline CSS and SVG, no script);
+//! - [`ssz_study`]: the sections of the SSZ Engine API study on a real chain
+//!   (`sszgate bench ssz-chain`), built from its rows rather than from records.
 //!
 //! Writing files and the CLI are the binary's job.
 
 mod chart;
+pub mod ssz_study;
 
 use std::collections::BTreeMap;
 

@@ -44,6 +44,12 @@ enum BenchCommand {
     /// sync-aggregate check; the bytes each moves, and whether the two proofs are the same.
     /// Exits 1 when the two answers of a case differ.
     Rpc(RpcBenchArgs),
+    /// The SSZ Engine API study on a real chain: Lodestar v1.38 + geth on Osaka (BPO1 48/72)
+    /// with a follower pair, both Engine links through two bridges back to back (REST-SSZ in
+    /// the middle), blocks of real mainnet blobs; per method and blob count the bytes as JSON
+    /// and SSZ, the translation times and each form's encode and decode, beside the published
+    /// study's figures. Writes ssz-chain.md, .html and .json to --out; exits 1 on a finding.
+    SszChain(super::ssz_chain::SszChainArgs),
 }
 
 #[derive(Debug, Args)]
@@ -106,18 +112,7 @@ fn attack_rpc(args: AttackArgs) -> Result<()> {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
         data: args.cases.unwrap_or_else(|| shared.join("data/colibri")),
         short: args.short,
-        live: args.live.then(|| sszgate_bench::attack::rpc::LiveTools {
-            geth: args.geth.unwrap_or_else(|| {
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/geth")
-            }),
-            lodestar: args.lodestar.unwrap_or_else(|| {
-                std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/lodestar-v1.38")
-            }),
-            kit: args
-                .kit
-                .unwrap_or_else(|| shared.join("tools/lodestar-fulu")),
-        }),
+        live: args.live.then(|| args.chain.tools()),
     };
     let report = crate::runtime()?.block_on(sszgate_bench::attack::rpc::run(&options));
     print_report(&report.markdown(), args.out.out.as_deref())?;
@@ -134,6 +129,40 @@ fn attack_rpc(args: AttackArgs) -> Result<()> {
         anyhow::bail!("{} rows failed:\n{}", failed.len(), failed.join("\n"));
     }
     Ok(())
+}
+
+/// Where a live chain's tools are (geth, Lodestar v1.38 and its kit).
+#[derive(Debug, Args)]
+pub(crate) struct LiveChainArgs {
+    /// geth (v1.17.8) for the live chain; default .tools/bin/geth in the repository.
+    #[arg(long, env = "SSZGATE_GETH")]
+    geth: Option<PathBuf>,
+    /// The Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
+    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
+    lodestar: Option<PathBuf>,
+    /// The chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
+    #[arg(long)]
+    kit: Option<PathBuf>,
+}
+
+impl LiveChainArgs {
+    /// The tools given, else geth in the repository's `.tools/bin`, the build in
+    /// `$HOME/.cache/lodestar-v1.38` and the kit in `../shared/tools/lodestar-fulu`.
+    pub(crate) fn tools(self) -> sszgate_bench::attack::rpc::LiveTools {
+        let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        sszgate_bench::attack::rpc::LiveTools {
+            geth: self
+                .geth
+                .unwrap_or_else(|| repository.join(".tools/bin/geth")),
+            lodestar: self.lodestar.unwrap_or_else(|| {
+                std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/lodestar-v1.38")
+            }),
+            kit: self
+                .kit
+                .unwrap_or_else(|| repository.join("../shared/tools/lodestar-fulu")),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -155,15 +184,9 @@ struct AttackArgs {
     /// they are reported as not run.
     #[arg(long)]
     live: bool,
-    /// With --live: geth (v1.17.8); default .tools/bin/geth in the repository.
-    #[arg(long, env = "SSZGATE_GETH")]
-    geth: Option<PathBuf>,
-    /// With --live: the Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
-    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
-    lodestar: Option<PathBuf>,
-    /// With --live: the chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
-    #[arg(long)]
-    kit: Option<PathBuf>,
+    /// With --live: the chain's tools.
+    #[command(flatten)]
+    chain: LiveChainArgs,
     #[command(flatten)]
     out: MarkdownOutArg,
     #[command(flatten)]
@@ -342,6 +365,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Soak(args) => return soak(args),
         BenchCommand::Attack(args) => return attack(args),
         BenchCommand::Rpc(args) => return rpc(args),
+        BenchCommand::SszChain(args) => return super::ssz_chain::run(args),
     };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,

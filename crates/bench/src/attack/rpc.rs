@@ -14,7 +14,7 @@
 //! 512 MiB; a trickling connection the server never cut; a start refused without naming the
 //! field that was lied about.
 
-mod chain;
+pub(crate) mod chain;
 mod clients;
 mod forge;
 mod forged_head;

@@ -70,13 +70,22 @@ impl Drop for LiveChain {
 impl LiveChain {
     /// Starts the chain (`PRESET=mainnet FORK=fulu`) with its state in `run`.
     pub(crate) fn up(tools: &LiveTools, run: &Path) -> Result<LiveChain, String> {
+        LiveChain::up_with(tools, run, &[("PRESET", "mainnet"), ("FORK", "fulu")])
+    }
+
+    /// Starts the chain with `knobs` (up.sh's environment: `PRESET`, `BPO1`, `FOLLOWER`, the
+    /// Engine ports and URLs, …) and its state in `run`.
+    pub(crate) fn up_with(
+        tools: &LiveTools,
+        run: &Path,
+        knobs: &[(&str, &str)],
+    ) -> Result<LiveChain, String> {
         let out = Command::new("bash")
             .arg(tools.kit.join("up.sh"))
             .env("GETH", &tools.geth)
             .env("LS_BUILD", &tools.lodestar)
             .env("RUN", run)
-            .env("PRESET", "mainnet")
-            .env("FORK", "fulu")
+            .envs(knobs.iter().copied())
             .output()
             .map_err(|e| format!("up.sh: {e}"))?;
         if !out.status.success() {
@@ -91,6 +100,11 @@ impl LiveChain {
             up,
             kit: tools.kit.clone(),
         })
+    }
+
+    /// A text field of what `up.sh` printed (`geth_http2`, `jwt`, …), empty when absent.
+    pub(crate) fn field(&self, name: &str) -> String {
+        self.up[name].as_str().unwrap_or_default().into()
     }
 
     /// The Beacon API's base URL.
