@@ -58,6 +58,8 @@ pub struct Options {
     pub rounds: usize,
     /// Most rounds of each codec measurement.
     pub codec_rounds: usize,
+    /// Leave the run's directory (the bridges' records, the chain's logs) in place.
+    pub keep: bool,
 }
 
 impl Options {
@@ -204,12 +206,14 @@ impl Bridges {
     }
 }
 
-/// A directory of the run's own, removed when dropped.
-struct WorkDir(PathBuf);
+/// A directory of the run's own, removed when dropped unless kept.
+struct WorkDir(PathBuf, bool);
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if !self.1 {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
@@ -236,8 +240,12 @@ pub fn run(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, 
         .map_or(0, |d| d.as_nanos());
     let dir = WorkDir(
         std::env::temp_dir().join(format!("sszgate-ssz-chain-{}-{now}", std::process::id())),
+        options.keep,
     );
     std::fs::create_dir_all(&dir.0).map_err(|e| format!("{}: {e}", dir.0.display()))?;
+    if options.keep {
+        progress(&format!("records and logs go to {}", dir.0.display()));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -28,6 +28,10 @@ pub(crate) struct SszChainArgs {
     /// ssz-chain.json (the rows).
     #[arg(long, default_value = "sszgate-bench")]
     out: PathBuf,
+    /// Leave the run's directory (the four bridges' records with the CL's bodies, the
+    /// chain's logs) in place and say where.
+    #[arg(long)]
+    keep_records: bool,
     #[command(flatten)]
     chain: super::bench::LiveChainArgs,
 }
@@ -52,6 +56,7 @@ pub(crate) fn run(args: SszChainArgs) -> Result<()> {
         blobs: args.blobs,
         rounds: args.rounds,
         codec_rounds: args.codec_rounds,
+        keep: args.keep_records,
     };
     options.check().map_err(|e| anyhow::anyhow!("{e}"))?;
     std::fs::create_dir_all(&args.out)

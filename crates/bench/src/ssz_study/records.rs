@@ -30,6 +30,7 @@ pub(crate) struct Recorded {
     blob_count: Option<u64>,
     blobs_returned: Option<u64>,
     versioned_hash_count: Option<u64>,
+    block_hash: Option<String>,
     request_bytes: u64,
     response_bytes: u64,
     request_decoded_bytes: Option<u64>,
@@ -52,12 +53,17 @@ impl Recorded {
             && self.error_code.is_none()
     }
 
-    /// Its blobs: the bundle's, the answered blobs', or the versioned hashes'.
-    fn blobs(&self) -> u64 {
+    /// Its blobs: the bundle's, the answered blobs', or the versioned hashes', when its
+    /// facts tell.
+    fn blobs(&self) -> Option<u64> {
         self.blob_count
             .or(self.blobs_returned)
             .or(self.versioned_hash_count)
-            .unwrap_or(0)
+    }
+
+    /// The key that finds the same call in the other bridge's records: its method and block.
+    fn call_key(&self) -> Option<(String, String)> {
+        Some((self.method.clone()?, self.block_hash.clone()?))
     }
 
     /// Its method, when it is one whose REST body is SSZ.
@@ -145,6 +151,9 @@ pub(crate) struct Study {
     pub(crate) groups: BTreeMap<Key, Group>,
     /// The last recorded message of each group.
     pub(crate) kept: BTreeMap<Key, Kept>,
+    /// The blobs of each CL-side call by method and block hash: an SSZ newPayload's facts
+    /// hold no versioned-hash count, its JSON-RPC form's do.
+    blobs_by_block: std::collections::HashMap<(String, String), u64>,
 }
 
 fn push(values: &mut Vec<f64>, value: Option<u64>) {
@@ -160,7 +169,10 @@ impl Study {
     pub(crate) fn add_cl_side(&mut self, path: &Path) -> Result<(), String> {
         each_record(path, |r| {
             let Some(m) = r.ssz_method() else { return };
-            let blobs = r.blobs();
+            let blobs = r.blobs().unwrap_or(0);
+            if let Some(call) = r.call_key() {
+                self.blobs_by_block.insert(call, blobs);
+            }
             for direction in [Direction::Request, Direction::Answer] {
                 let key = (m.name, direction, blobs);
                 let group = self.groups.entry(key).or_default();
@@ -193,11 +205,15 @@ impl Study {
 
     /// Adds the records of the EL-side bridge at `path` (REST-SSZ in, JSON-RPC to the EL):
     /// the SSZ the middle link carried (and its zstd size), the EL's JSON answer, and the
-    /// translations at this end.
+    /// translations at this end. A call whose facts give no blob count takes that of the
+    /// CL-side call of the same method and block (add the CL side's records first).
     pub(crate) fn add_el_side(&mut self, path: &Path) -> Result<(), String> {
         each_record(path, |r| {
             let Some(m) = r.ssz_method() else { return };
-            let blobs = r.blobs();
+            let blobs = r
+                .blobs()
+                .or_else(|| self.blobs_by_block.get(&r.call_key()?).copied())
+                .unwrap_or(0);
             let request = self
                 .groups
                 .entry((m.name, Direction::Request, blobs))
@@ -280,10 +296,14 @@ mod tests {
         let identity = serde_json::json!({
             "method": "engine_getClientVersionV1", "mode": "bridge", "status": 200
         });
+        let import = serde_json::json!({
+            "method": "engine_newPayloadV4", "mode": "bridge", "status": 200,
+            "versioned_hash_count": 6, "block_hash": "0xab", "request_bytes": 9000
+        });
         let cl = write(
             dir.path(),
             "cl.jsonl",
-            &[bundle, injected, identity.clone()],
+            &[bundle, injected, identity.clone(), import],
         );
         let el_bundle = serde_json::json!({
             "method": "engine_getPayloadV5", "mode": "bridge", "status": 200, "blob_count": 6,
@@ -291,11 +311,19 @@ mod tests {
             "response_encoding": "zstd", "translate_request_us": 3,
             "translate_response_us": 7000, "upstream_response_bytes": 1_700_050
         });
-        let el = write(dir.path(), "el.jsonl", &[el_bundle, identity]);
+        let el_import = serde_json::json!({
+            "method": "engine_newPayloadV4", "mode": "bridge", "status": 200,
+            "block_hash": "0xab", "request_bytes": 4000
+        });
+        let el = write(dir.path(), "el.jsonl", &[el_bundle, identity, el_import]);
         let mut study = Study::default();
         study.add_cl_side(&cl).unwrap();
         study.add_el_side(&el).unwrap();
-        assert_eq!(study.groups.len(), 2, "{:?}", study.groups.keys());
+        assert_eq!(study.groups.len(), 4, "{:?}", study.groups.keys());
+        // The SSZ newPayload's blobs come from the JSON-RPC call of the same block.
+        let import = &study.groups[&("engine_newPayloadV4", Direction::Request, 6)];
+        assert_eq!(import.json_bytes().unwrap().median, 9000.0);
+        assert_eq!(import.ssz_bytes().unwrap().median, 4000.0);
         let answer = &study.groups[&("engine_getPayloadV5", Direction::Answer, 6)];
         assert_eq!(answer.calls, 1);
         assert_eq!(answer.json_bytes().unwrap().median, 1_700_050.0);
