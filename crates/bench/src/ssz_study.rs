@@ -310,8 +310,9 @@ async fn on_chain(
     Ok((blocks, findings, links))
 }
 
-/// Makes `options.rounds` blocks of each blob count, then lets the follower fetch the last
-/// one's blobs; the blocks, and the loads that did not land whole.
+/// Makes `options.rounds` blocks of each blob count, each followed by two slots for the
+/// follower to fetch its blobs; the blocks, and the load that did not land whole (the last
+/// sent: what stays in the pool would spoil the next).
 async fn load(
     options: &Options,
     chain: &LiveChain,
@@ -331,16 +332,26 @@ async fn load(
                 tokio::time::sleep(slot).await;
                 continue;
             }
-            let block = one_block(chain, control, &blobs, asked).await?;
+            let block = match one_block(chain, control, &blobs, asked).await {
+                Ok(block) => block,
+                Err(e) => {
+                    findings.push(format!("{asked} blobs: {e}; no larger load sent"));
+                    return Ok((blocks, findings));
+                }
+            };
             progress(&format!(
                 "{asked} blobs, round {round}/{}: slot {}, {} blobs",
                 options.rounds, block.slot, block.blobs
             ));
             if block.blobs != asked {
+                // What did not land stays in geth's pool: a later load would not land whole
+                // either (and may pass the pool's per-account limit).
                 findings.push(format!(
-                    "{asked} blobs sent, the block of slot {} holds {}",
+                    "{asked} blobs sent, the block of slot {} holds {}; no larger load sent",
                     block.slot, block.blobs
                 ));
+                blocks.push(block);
+                return Ok((blocks, findings));
             }
             blocks.push(block);
             // The follower gossips the block and fetches its blobs from geth2.
