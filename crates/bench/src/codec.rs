@@ -71,15 +71,15 @@ impl Default for CodecOptions {
     }
 }
 
-/// One message to measure.
-struct Case {
-    message: String,
-    data: String,
-    blobs: usize,
-    method: &'static MethodSpec,
-    fork: Fork,
-    kind: MessageKind,
-    value: Message,
+/// One message to measure (also built from recorded calls by [`crate::ssz_study`]).
+pub(crate) struct Case {
+    pub(crate) message: String,
+    pub(crate) data: String,
+    pub(crate) blobs: usize,
+    pub(crate) method: &'static MethodSpec,
+    pub(crate) fork: Fork,
+    pub(crate) kind: MessageKind,
+    pub(crate) value: Message,
 }
 
 /// The messages of the study, from the data in `fixtures`.
@@ -239,7 +239,8 @@ pub fn run(
     Ok(rows)
 }
 
-fn measure(case: &Case, options: &CodecOptions) -> Vec<CodecRow> {
+/// The six operations of `case`, interleaved (its JSON and SSZ forms must decode alike).
+pub(crate) fn measure(case: &Case, options: &CodecOptions) -> Vec<CodecRow> {
     let (m, fork, kind) = (case.method, case.fork, case.kind);
     let is_request = kind == m.request;
     let to_json = |msg: &Message| {

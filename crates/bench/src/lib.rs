@@ -20,6 +20,9 @@
 //! - [`rpc`]: the verified-RPC benchmark (`sszgate bench rpc`): sszgate's verifier (local
 //!   mode) and its prover and proof verifier (remote mode) next to colibri.stateless's on the
 //!   recorded mainnet cases, cold and warm, and the bytes each moves.
+//! - [`ssz_study`]: the SSZ Engine API study on a real chain (`sszgate bench ssz-chain`): a
+//!   Fulu Lodestar + geth chain through two bridges back to back, bytes and times per method
+//!   and blob count.
 //!
 //! The codec benchmark is `benches/codec.rs`. Messages come from `sszgate-fixtures`.
 
@@ -33,3 +36,4 @@ pub mod relay_floor;
 pub mod report;
 pub mod rpc;
 pub mod soak;
+pub mod ssz_study;

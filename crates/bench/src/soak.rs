@@ -389,7 +389,7 @@ fn quantile_ms(samples: &mut [Duration], q: f64) -> f64 {
 }
 
 /// Stops a proxy with SIGTERM and waits for it (at most 30 s, then it is killed).
-fn stop(mut proxy: ProxyChild) -> Option<bool> {
+pub(crate) fn stop(mut proxy: ProxyChild) -> Option<bool> {
     let pid = proxy.child.id();
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])

@@ -8,12 +8,15 @@
 //! - [`build`]: the analyses, as [`Section`]s of tables with charts;
 //! - [`e2e`]: the end-to-end section of `sszgate bench e2e` (a real CL's own timings with
 //!   its link direct, through sszgate and through rpc-snooper);
-//! - [`Report::markdown`] and [`Report::html`] (self-contained: inline CSS and SVG, no script).
+//! - [`Report::markdown`] and [`Report::html`] (self-contained: inline CSS and SVG, no script);
+//! - [`ssz_study`]: the sections of the SSZ Engine API study on a real chain
+//!   (`sszgate bench ssz-chain`), built from its rows rather than from records.
 //!
 //! Writing files and the CLI are the binary's job.
 
 mod chart;
 pub mod e2e;
+pub mod ssz_study;
 
 use std::collections::BTreeMap;
 

@@ -51,37 +51,12 @@ enum BenchCommand {
     /// call (Lodestar's own histogram, read per call), the difference against direct and the
     /// overhead over the EL-side time, per method and blob count. A progress line per window.
     E2e(E2eArgs),
-}
-
-/// The tools of a live Fulu chain (the lodestar-fulu kit).
-#[derive(Debug, Args)]
-struct FuluChainArgs {
-    /// geth (v1.17.8); default .tools/bin/geth in the repository.
-    #[arg(long, env = "SSZGATE_GETH")]
-    geth: Option<PathBuf>,
-    /// The Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
-    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
-    lodestar: Option<PathBuf>,
-    /// The chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
-    #[arg(long)]
-    kit: Option<PathBuf>,
-}
-
-impl FuluChainArgs {
-    /// The paths given, else their defaults.
-    fn tools(self) -> sszgate_bench::attack::rpc::LiveTools {
-        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-        sszgate_bench::attack::rpc::LiveTools {
-            geth: self.geth.unwrap_or_else(|| repo.join(".tools/bin/geth")),
-            lodestar: self
-                .lodestar
-                .unwrap_or_else(|| home.join(".cache/lodestar-v1.38")),
-            kit: self
-                .kit
-                .unwrap_or_else(|| repo.join("../shared/tools/lodestar-fulu")),
-        }
-    }
+    /// The SSZ Engine API study on a real chain: Lodestar v1.38 + geth on Osaka (BPO1 48/72)
+    /// with a follower pair, both Engine links through two bridges back to back (REST-SSZ in
+    /// the middle), blocks of real mainnet blobs; per method and blob count the bytes as JSON
+    /// and SSZ, the translation times and each form's encode and decode, beside the published
+    /// study's figures. Writes ssz-chain.md, .html and .json to --out; exits 1 on a finding.
+    SszChain(super::ssz_chain::SszChainArgs),
 }
 
 #[derive(Debug, Args)]
@@ -102,7 +77,7 @@ struct E2eArgs {
     #[arg(long, value_delimiter = ',', default_value = "0,6,12,24,48,72")]
     blobs: Vec<usize>,
     #[command(flatten)]
-    chain: FuluChainArgs,
+    chain: LiveChainArgs,
     /// rpc-snooper's build directory (holding bin/snooper); default
     /// $HOME/.cache/rpc-snooper-6452c11.
     #[arg(long, env = "SSZGATE_RPC_SNOOPER")]
@@ -239,6 +214,40 @@ fn attack_rpc(args: AttackArgs) -> Result<()> {
     Ok(())
 }
 
+/// Where a live chain's tools are (geth, Lodestar v1.38 and its kit).
+#[derive(Debug, Args)]
+pub(crate) struct LiveChainArgs {
+    /// geth (v1.17.8) for the live chain; default .tools/bin/geth in the repository.
+    #[arg(long, env = "SSZGATE_GETH")]
+    geth: Option<PathBuf>,
+    /// The Lodestar v1.38 build; default $HOME/.cache/lodestar-v1.38.
+    #[arg(long, env = "SSZGATE_LODESTAR_FULU")]
+    lodestar: Option<PathBuf>,
+    /// The chain kit (up.sh, down.sh); default ../shared/tools/lodestar-fulu.
+    #[arg(long)]
+    kit: Option<PathBuf>,
+}
+
+impl LiveChainArgs {
+    /// The tools given, else geth in the repository's `.tools/bin`, the build in
+    /// `$HOME/.cache/lodestar-v1.38` and the kit in `../shared/tools/lodestar-fulu`.
+    pub(crate) fn tools(self) -> sszgate_bench::attack::rpc::LiveTools {
+        let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        sszgate_bench::attack::rpc::LiveTools {
+            geth: self
+                .geth
+                .unwrap_or_else(|| repository.join(".tools/bin/geth")),
+            lodestar: self.lodestar.unwrap_or_else(|| {
+                std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/lodestar-v1.38")
+            }),
+            kit: self
+                .kit
+                .unwrap_or_else(|| repository.join("../shared/tools/lodestar-fulu")),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 struct AttackArgs {
     /// The CI-sized run: smaller bombs (1 GiB) and floods, every attack kind still present.
@@ -258,9 +267,9 @@ struct AttackArgs {
     /// they are reported as not run.
     #[arg(long)]
     live: bool,
-    // With --live: the chain's tools.
+    /// With --live: the chain's tools.
     #[command(flatten)]
-    chain: FuluChainArgs,
+    chain: LiveChainArgs,
     #[command(flatten)]
     out: MarkdownOutArg,
     #[command(flatten)]
@@ -440,6 +449,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Attack(args) => return attack(args),
         BenchCommand::Rpc(args) => return rpc(args),
         BenchCommand::E2e(args) => return e2e(args),
+        BenchCommand::SszChain(args) => return super::ssz_chain::run(args),
     };
     let nginx = match args.nginx.as_deref() {
         Some("none") => None,

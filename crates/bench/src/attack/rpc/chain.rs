@@ -73,7 +73,8 @@ impl LiveChain {
         LiveChain::up_with(tools, run, &[("PRESET", "mainnet"), ("FORK", "fulu")])
     }
 
-    /// Starts the chain with `knobs` (the environment of `up.sh`) and its state in `run`.
+    /// Starts the chain with `knobs` (up.sh's environment: `PRESET`, `BPO1`, `FOLLOWER`, the
+    /// Engine ports and URLs, …) and its state in `run`.
     pub(crate) fn up_with(
         tools: &LiveTools,
         run: &Path,
@@ -109,6 +110,11 @@ impl LiveChain {
     /// What `up.sh` printed (URLs, pids, the run directory, the genesis time).
     pub(crate) fn up_json(&self) -> &Value {
         &self.up
+    }
+
+    /// A text field of what `up.sh` printed (`geth_http2`, `jwt`, …), empty when absent.
+    pub(crate) fn field(&self, name: &str) -> String {
+        self.up[name].as_str().unwrap_or_default().into()
     }
 
     /// The Beacon API's base URL.
