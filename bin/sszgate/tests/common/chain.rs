@@ -1,7 +1,7 @@
 //! A real consensus client for the binary's tests, with geth, started by its kit's `up.sh` and
-//! stopped by process id (`down.sh`): Lodestar v1.22 (Electra, `../shared/tools/lodestar/`) or
-//! Lodestar v1.38 (Fulu/PeerDAS with geth on Osaka, `../shared/tools/lodestar-fulu/`), each
-//! built from source by its kit's `build.sh`; and a plain eth_* JSON-RPC call.
+//! stopped by process id (`down.sh`): Lodestar v1.38 (Fulu/PeerDAS with geth on Osaka,
+//! `../shared/tools/lodestar-fulu/`), built from source by its kit's `build.sh`; and a plain
+//! eth_* JSON-RPC call.
 //!
 //! Not here: what the tests check.
 
@@ -16,11 +16,9 @@ use serde_json::Value;
 /// One chain at a time in a test binary (a Lodestar takes ~300 MiB and a core).
 pub(crate) static ONE_CHAIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A Lodestar kit under `../shared/tools/`: the v1.22 (Electra) one or the v1.38 (Fulu) one.
+/// The Lodestar kit under `../shared/tools/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kit {
-    /// `lodestar/`: Lodestar v1.22, up to its pre-release Electra.
-    V122,
     /// `lodestar-fulu/`: Lodestar v1.38, Fulu/PeerDAS, geth on Osaka (BPO forks possible).
     Fulu,
 }
@@ -29,7 +27,6 @@ impl Kit {
     /// The kit's directory under `../shared/tools/`.
     fn dir(self) -> &'static str {
         match self {
-            Kit::V122 => "lodestar",
             Kit::Fulu => "lodestar-fulu",
         }
     }
@@ -37,7 +34,6 @@ impl Kit {
     /// The variable naming the kit's build, and the build's default under `$HOME`.
     fn build_location(self) -> (&'static str, &'static str) {
         match self {
-            Kit::V122 => ("SSZGATE_LODESTAR", ".cache/lodestar-v1.22"),
             Kit::Fulu => ("SSZGATE_LODESTAR_FULU", ".cache/lodestar-v1.38"),
         }
     }
@@ -49,11 +45,6 @@ impl Kit {
             .join(self.dir())
             .join(name)
     }
-}
-
-/// geth and a Lodestar v1.22 build, or `None` (skip locally; a failure under CI).
-pub(crate) fn tools() -> Option<(PathBuf, PathBuf)> {
-    kit_tools(Kit::V122)
 }
 
 /// geth and a Lodestar v1.38 build (`$SSZGATE_LODESTAR_FULU`), or `None` (skip locally; a
@@ -125,30 +116,9 @@ pub(crate) struct Chain {
 }
 
 /// The slot time of [`Chain::up_fulu_pair`]'s chain, in seconds.
-pub(crate) const FULU_PAIR_SLOT_SECONDS: u64 = 6;
-const FULU_PAIR_SLOT_SECONDS_TEXT: &str = "6";
+pub(crate) const FULU_PAIR_SLOT_SECONDS: u64 = sszgate_drive::lodestar::SECONDS_PER_SLOT as u64;
 
 impl Chain {
-    /// geth's Engine port is `geth_auth`; Lodestar is told `cl_engine` as its EL (the caller
-    /// starts what listens there at once: a Lodestar that misses its first slots for want of
-    /// an EL falls into "syncing" and proposes nothing).
-    pub(crate) fn up(tools: &(PathBuf, PathBuf), geth_auth: u16, cl_engine: &str) -> Chain {
-        Chain::up_with(tools, geth_auth, cl_engine, "minimal", "electra")
-    }
-
-    /// As [`Chain::up`], on the consensus `preset` (`minimal` or `mainnet`) and `fork`
-    /// (`electra` or `deneb`).
-    pub(crate) fn up_with(
-        tools: &(PathBuf, PathBuf),
-        geth_auth: u16,
-        cl_engine: &str,
-        preset: &str,
-        fork: &str,
-    ) -> Chain {
-        let knobs = [("PRESET", preset), ("FORK", fork)];
-        Chain::start(Kit::V122, tools, geth_auth, cl_engine, &knobs)
-    }
-
     /// A Fulu/Osaka chain of the v1.38 kit as the verified-RPC tests need it: the mainnet
     /// preset (512-member sync committees, as a light client expects) and a BPO1 fork at
     /// genesis (48 target, 72 most blobs a block, update fraction 5007716). Genesis is 30 s
@@ -176,6 +146,7 @@ impl Chain {
         jwt_file: &Path,
     ) -> Chain {
         let geth2_auth = links.geth2_auth.to_string();
+        let slot = FULU_PAIR_SLOT_SECONDS.to_string();
         let jwt = jwt_file.display().to_string();
         let knobs = [
             ("PRESET", "minimal"),
@@ -186,10 +157,8 @@ impl Chain {
             ("CL2_ENGINE_URL", links.cl2_engine.as_str()),
             ("JWT", jwt.as_str()),
             ("GENESIS_DELAY", "30"),
-            // 6 s slots: a 48-blob block's 6144 cells and their columns are computed and
-            // gossiped within its slot on a loaded 2-core machine (with 4 s, at a load of 10,
-            // the block missed its slot again and again and the chain stalled).
-            ("SLOT", FULU_PAIR_SLOT_SECONDS_TEXT),
+            // The devnet's slot time (sszgate_drive::lodestar::SECONDS_PER_SLOT says why).
+            ("SLOT", slot.as_str()),
         ];
         Chain::start(Kit::Fulu, tools, links.geth_auth, &links.cl_engine, &knobs)
     }
