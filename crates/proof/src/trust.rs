@@ -227,28 +227,13 @@ impl SavedFormat {
 /// digest. Safe whatever the state: equal bytes were checked once and give the same keys.
 struct ReadEntries(Mutex<VecDeque<(Vec<u8>, CommitteeKeys)>>);
 
-/// Whether `a` and `b` are equal, compared 8 bytes at a time (slice equality is a byte loop
-/// on wasm32, ~0.1 ms for an entry).
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let words = |s: &[u8]| {
-        let chunks = s.chunks_exact(8);
-        let tail = chunks.remainder().to_vec();
-        (
-            chunks.map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())),
-            tail,
-        )
-    };
-    let ((a_words, a_tail), (b_words, b_tail)) = (words(a), words(b));
-    a.len() == b.len() && a_tail == b_tail && a_words.eq(b_words)
-}
-
 /// The process's one record of entries read.
 static READ_ENTRIES: ReadEntries = ReadEntries(Mutex::new(VecDeque::new()));
 
 impl ReadEntries {
     fn find(&self, entry: &[u8]) -> Option<CommitteeKeys> {
         let entries = self.0.lock().ok()?;
-        let found = entries.iter().find(|(bytes, _)| same_bytes(bytes, entry));
+        let found = entries.iter().find(|(bytes, _)| bytes == entry);
         found.map(|(_, keys)| keys.clone())
     }
 
