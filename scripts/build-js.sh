@@ -6,14 +6,16 @@
 # Needs clang and llvm-ar (blst's C is compiled for wasm32). The last line of output is the
 # package's directory.
 #
-# usage: scripts/build-js.sh [--no-evm] [OUT_DIR]   (default target/js/sszgate-verifier)
+# usage: scripts/build-js.sh [--no-evm | --receipts-only] [OUT_DIR]
+#   (default OUT_DIR target/js/sszgate-verifier)
 #   --no-evm: without eth_call's EVM (revm): eth_call is refused, the WASM is ~40 % smaller.
+#   --receipts-only: eth_getTransactionReceipt alone; every other method is refused.
 set -euo pipefail
 FEATURES=()
-if [ "${1:-}" = "--no-evm" ]; then
-  FEATURES=(--no-default-features)
-  shift
-fi
+case "${1:-}" in
+  --no-evm) FEATURES=(--no-default-features --features blocks,transactions,logs,accounts); shift ;;
+  --receipts-only) FEATURES=(--no-default-features); shift ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 OUT="${1:-$ROOT/target/js/sszgate-verifier}"

@@ -3,15 +3,22 @@
 //!
 //! Most aggregates are signed by nearly the whole committee, so the participants' key is
 //! computed as the sum of all 512 keys plus the negated keys of the few absent members
-//! (negation is free in compressed form: the sign bit of `y`) rather than as a sum of ~500.
+//! (negation is a subtraction: `y` becomes `p - y`) rather than as a sum of ~500. Keys can be
+//! saved and taken back three ways: decompressed and subgroup-checked (`new`), uncompressed and
+//! checked against the committee (`from_uncompressed`), or in blst's own form with no check
+//! (`from_raw`, for a state trusted as a whole). Signatures that verified are remembered, once
+//! per process, by the exact key they verified under.
 //!
 //! What does not live here: which committee and domain a signature needs (see `store`,
 //! `spec`).
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
 use alloy_primitives::B256;
-use blst::BLST_ERROR;
 use blst::min_pk::{AggregatePublicKey, PublicKey, Signature};
-use tree_hash::TreeHash;
+use blst::{BLST_ERROR, blst_p1_affine};
+use sha2::{Digest, Sha256};
 
 use crate::error::LightError;
 use crate::spec::{MIN_SYNC_COMMITTEE_PARTICIPANTS, SYNC_COMMITTEE_SIZE};
@@ -27,42 +34,65 @@ pub const BLS_DST: &[u8] = b"BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_";
 pub struct CommitteeKeys {
     /// The period the committee signs for.
     pub period: u64,
-    /// `hash_tree_root(SyncCommittee)`, to tell committees apart.
-    pub root: B256,
     keys: Vec<PublicKey>,
-    /// `-keys[i]`, for removing absent members from `all`.
-    negated: Vec<PublicKey>,
     /// The sum of all 512 keys.
     all: PublicKey,
 }
 
-/// Bit of the compressed G1 encoding that selects the larger `y`: flipping it negates the point.
-const SIGN_BIT: u8 = 0x20;
 /// Bytes of an uncompressed G1 point (`x || y`, big-endian).
 const UNCOMPRESSED: usize = 96;
-/// The BLS12-381 base field modulus `p`, big-endian.
-const MODULUS: [u8; 48] = alloy_primitives::hex!(
-    "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab"
-);
+/// Bytes of a point in blst's own form: `x` and `y` as Montgomery-form 64-bit limbs,
+/// little-endian ([`CommitteeKeys::to_raw`]).
+const RAW: usize = 96;
+/// The BLS12-381 base field modulus `p` as blst's little-endian 64-bit limbs.
+const MODULUS_LIMBS: [u64; 6] = [
+    0xb9fe_ffff_ffff_aaab,
+    0x1eab_fffe_b153_ffff,
+    0x6730_d2a0_f6b0_f624,
+    0x6477_4b84_f385_12bf,
+    0x4b1b_a7b6_434b_acd7,
+    0x1a01_11ea_397f_e69a,
+];
 
-/// `-P` of an uncompressed point `x || y`: `x || p - y` (the point at infinity has no
-/// uncompressed committee key, so `y` is never zero here).
-fn negate_uncompressed(point: &[u8; UNCOMPRESSED]) -> [u8; UNCOMPRESSED] {
-    let mut out = *point;
-    let mut borrow = 0i16;
-    for i in (0..48).rev() {
-        let d = i16::from(MODULUS[i]) - i16::from(point[48 + i]) - borrow;
-        borrow = i16::from(d < 0);
-        out[48 + i] = d.rem_euclid(256) as u8;
+/// `-P`: `y` becomes `p - y`, which holds in Montgomery form too (`p - yR ≡ -y·R mod p`);
+/// a subtraction, where decompressing `-P` would cost a square root. A committee key is never
+/// the point at infinity, so `y` is never zero here.
+fn negate(key: &PublicKey) -> PublicKey {
+    let mut point = *<&blst_p1_affine>::from(key);
+    let mut borrow = false;
+    for (limb, p) in point.y.l.iter_mut().zip(MODULUS_LIMBS) {
+        let (d, b1) = p.overflowing_sub(*limb);
+        let (d, b2) = d.overflowing_sub(u64::from(borrow));
+        *limb = d;
+        borrow = b1 | b2;
     }
-    out
+    point.into()
+}
+
+/// Appends `key` in blst's own form (see [`RAW`]).
+fn push_raw(key: &PublicKey, out: &mut Vec<u8>) {
+    let point = <&blst_p1_affine>::from(key);
+    for limb in point.x.l.iter().chain(&point.y.l) {
+        out.extend_from_slice(&limb.to_le_bytes());
+    }
+}
+
+/// The key [`push_raw`] wrote: no field operation and no check at all.
+fn from_raw_point(bytes: &[u8; RAW]) -> PublicKey {
+    let mut point = blst_p1_affine::default();
+    let limbs = point.x.l.iter_mut().chain(point.y.l.iter_mut());
+    for (limb, chunk) in limbs.zip(bytes.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(chunk);
+        *limb = u64::from_le_bytes(le);
+    }
+    point.into()
 }
 
 impl std::fmt::Debug for CommitteeKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommitteeKeys")
             .field("period", &self.period)
-            .field("root", &self.root)
             .finish()
     }
 }
@@ -70,17 +100,16 @@ impl std::fmt::Debug for CommitteeKeys {
 impl CommitteeKeys {
     /// Decompresses and validates the committee's 512 keys (the costly step, done once).
     pub fn new(committee: &SyncCommittee, period: u64) -> Result<Self, LightError> {
-        let invalid = |index| LightError::InvalidPublicKey { index, period };
-        let mut keys = Vec::with_capacity(SYNC_COMMITTEE_SIZE);
-        let mut negated = Vec::with_capacity(SYNC_COMMITTEE_SIZE);
-        for (index, key) in committee.pubkeys.iter().enumerate() {
-            keys.push(PublicKey::key_validate(key.as_slice()).map_err(|_| invalid(index))?);
-            // -P is in the subgroup when P is: decompressing it needs no second check.
-            let mut flipped = key.0;
-            flipped[0] ^= SIGN_BIT;
-            negated.push(PublicKey::uncompress(&flipped).map_err(|_| invalid(index))?);
-        }
-        Self::with_keys(committee, period, keys, negated)
+        let keys = committee
+            .pubkeys
+            .iter()
+            .enumerate()
+            .map(|(index, key)| {
+                PublicKey::key_validate(key.as_slice())
+                    .map_err(|_| LightError::InvalidPublicKey { index, period })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::with_keys(period, keys)
     }
 
     /// The keys uncompressed (512 × 96 bytes), for saving: [`CommitteeKeys::from_uncompressed`]
@@ -103,43 +132,63 @@ impl CommitteeKeys {
         if bytes.len() != SYNC_COMMITTEE_SIZE * UNCOMPRESSED {
             return Err(invalid(bytes.len() / UNCOMPRESSED));
         }
-        let mut keys = Vec::with_capacity(SYNC_COMMITTEE_SIZE);
-        let mut negated = Vec::with_capacity(SYNC_COMMITTEE_SIZE);
-        for (index, (point, expected)) in bytes
+        let keys = bytes
             .chunks_exact(UNCOMPRESSED)
             .zip(committee.pubkeys.iter())
             .enumerate()
-        {
-            let point: &[u8; UNCOMPRESSED] = point.try_into().map_err(|_| invalid(index))?;
-            let key = PublicKey::deserialize(point).map_err(|_| invalid(index))?;
-            if key.compress() != expected.0 {
-                return Err(invalid(index));
-            }
-            keys.push(key);
-            negated.push(
-                PublicKey::deserialize(&negate_uncompressed(point)).map_err(|_| invalid(index))?,
-            );
-        }
-        Self::with_keys(committee, period, keys, negated)
+            .map(|(index, (point, expected))| {
+                let key = PublicKey::deserialize(point).map_err(|_| invalid(index))?;
+                (key.compress() == expected.0)
+                    .then_some(key)
+                    .ok_or(invalid(index))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::with_keys(period, keys)
     }
 
-    fn with_keys(
+    /// The keys and their sum in blst's own form (513 × 96 bytes), for a saved state that is
+    /// trusted as a whole: [`CommitteeKeys::from_raw`] takes them back with no field operation.
+    pub fn to_raw(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity((SYNC_COMMITTEE_SIZE + 1) * RAW);
+        for key in self.keys.iter().chain([&self.all]) {
+            push_raw(key, &mut out);
+        }
+        out
+    }
+
+    /// Takes back [`CommitteeKeys::to_raw`]'s bytes as the keys of `committee`. The points are
+    /// not checked: only for bytes as trusted as the committee itself (a state the caller
+    /// saved, checked for corruption; whoever can write it could name any committee anyway).
+    /// The first and the last key must compress to the committee's, which refuses the bytes
+    /// of another committee and those of a build whose blst keeps points another way.
+    pub fn from_raw(
         committee: &SyncCommittee,
         period: u64,
-        keys: Vec<PublicKey>,
-        negated: Vec<PublicKey>,
+        bytes: &[u8],
     ) -> Result<Self, LightError> {
+        let invalid = |index| LightError::InvalidPublicKey { index, period };
+        if bytes.len() != (SYNC_COMMITTEE_SIZE + 1) * RAW {
+            return Err(invalid(bytes.len() / RAW));
+        }
+        let mut points = bytes
+            .chunks_exact(RAW)
+            .map(|chunk| from_raw_point(chunk.try_into().unwrap_or(&[0; RAW])));
+        let keys: Vec<PublicKey> = points.by_ref().take(SYNC_COMMITTEE_SIZE).collect();
+        let all = points.next().ok_or(invalid(SYNC_COMMITTEE_SIZE))?;
+        for index in [0, SYNC_COMMITTEE_SIZE - 1] {
+            if keys[index].compress() != committee.pubkeys[index].0 {
+                return Err(invalid(index));
+            }
+        }
+        Ok(CommitteeKeys { period, keys, all })
+    }
+
+    fn with_keys(period: u64, keys: Vec<PublicKey>) -> Result<Self, LightError> {
         let refs: Vec<&PublicKey> = keys.iter().collect();
         let all = AggregatePublicKey::aggregate(&refs, false)
             .map_err(|_| LightError::InvalidPublicKey { index: 0, period })?
             .to_public_key();
-        Ok(CommitteeKeys {
-            period,
-            root: committee.tree_hash_root(),
-            keys,
-            negated,
-            all,
-        })
+        Ok(CommitteeKeys { period, keys, all })
     }
 
     /// The sum of the keys whose bit is set: from the full sum minus the absent members when
@@ -155,7 +204,7 @@ impl CommitteeKeys {
             let mut sum = AggregatePublicKey::from_public_key(&self.all);
             let absent = (0..SYNC_COMMITTEE_SIZE).filter(|i| !bits.get(*i).unwrap_or(false));
             for i in absent {
-                sum.add_public_key(&self.negated[i], false).ok()?;
+                sum.add_public_key(&negate(&self.keys[i]), false).ok()?;
             }
             Some(sum.to_public_key())
         } else {
@@ -187,13 +236,22 @@ impl CommitteeKeys {
                 field: "sync_committee_bits",
             });
         }
+        let aggregate_key = self
+            .participants_key(&aggregate.sync_committee_bits)
+            .ok_or_else(|| fail("participants' keys do not aggregate".into()))?;
+        let digest: [u8; 32] = Sha256::new()
+            .chain_update(signing_root)
+            .chain_update(aggregate_key.compress())
+            .chain_update(aggregate.sync_committee_signature.as_slice())
+            .finalize()
+            .into();
+        if VERIFIED.remembers(&digest) {
+            return Ok(());
+        }
         // Keys were validated at decompression; the signature is group-checked here.
         let signature =
             Signature::sig_validate(aggregate.sync_committee_signature.as_slice(), true)
                 .map_err(|e| fail(format!("signature does not decode: {e:?}")))?;
-        let aggregate_key = self
-            .participants_key(&aggregate.sync_committee_bits)
-            .ok_or_else(|| fail("participants' keys do not aggregate".into()))?;
         match signature.verify(
             false,
             signing_root.as_slice(),
@@ -202,8 +260,39 @@ impl CommitteeKeys {
             &aggregate_key,
             false,
         ) {
-            BLST_ERROR::BLST_SUCCESS => Ok(()),
+            BLST_ERROR::BLST_SUCCESS => {
+                VERIFIED.remember(digest);
+                Ok(())
+            }
             e => Err(fail(format!("aggregate signature does not verify: {e:?}"))),
+        }
+    }
+}
+
+/// Signatures that verified, as digests of (signing root, the participants' aggregate key,
+/// signature), newest last: a repeated header costs a hash, not a pairing. Shared by every
+/// committee and verifier in the process, which is safe because a digest names the exact key
+/// the signature verified under, a fact of arithmetic, not a committee some verifier trusts:
+/// a verifier made from an attacker's state can only add digests of the attacker's keys.
+struct VerifiedSignatures(Mutex<VecDeque<[u8; 32]>>);
+
+/// Digests remembered at most.
+const VERIFIED_SIGNATURES: usize = 64;
+
+/// The process's one record of verified signatures.
+static VERIFIED: VerifiedSignatures = VerifiedSignatures(Mutex::new(VecDeque::new()));
+
+impl VerifiedSignatures {
+    fn remembers(&self, digest: &[u8; 32]) -> bool {
+        self.0.lock().is_ok_and(|v| v.contains(digest))
+    }
+
+    fn remember(&self, digest: [u8; 32]) {
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() == VERIFIED_SIGNATURES {
+                v.pop_front();
+            }
+            v.push_back(digest);
         }
     }
 }

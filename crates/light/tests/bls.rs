@@ -1,15 +1,17 @@
 //! The participants' key computed by subtraction (all keys plus the absent members' negated
-//! keys) equals the direct sum, on a real mainnet committee; keys saved uncompressed load back
-//! to the same keys, and only to the committee's own.
+//! keys) equals the direct sum, on a real mainnet committee; keys saved uncompressed or in
+//! blst's own form load back to the same keys, and only to the committee's own; a signature
+//! remembered as verified under one committee's keys does not pass under another's.
 
 mod common;
 
-use blst::min_pk::{AggregatePublicKey, PublicKey};
-use ssz_types::BitVector;
+use alloy_primitives::B256;
+use blst::min_pk::{AggregatePublicKey, AggregateSignature, PublicKey, SecretKey};
 use ssz_types::typenum::U512;
-use sszgate_light::bls::CommitteeKeys;
+use ssz_types::{BitVector, FixedVector};
+use sszgate_light::bls::{BLS_DST, CommitteeKeys};
 use sszgate_light::spec::ChainSpec;
-use sszgate_light::types::{Bootstrap, SyncCommittee};
+use sszgate_light::types::{BlsPublicKey, BlsSignature, Bootstrap, SyncAggregate, SyncCommittee};
 
 fn committee_of(case: &str) -> SyncCommittee {
     let bytes = common::read_prefixed(case, "eth_v1_beacon_light_client_bootstrap_");
@@ -26,7 +28,11 @@ fn participants_key_by_subtraction_equals_the_direct_sum() {
     let saved = decompressed_keys.to_uncompressed();
     assert_eq!(saved.len(), 512 * 96);
     let loaded = CommitteeKeys::from_uncompressed(&committee, 1422, &saved).unwrap();
-    for keys in [decompressed_keys, loaded] {
+    let raw = decompressed_keys.to_raw();
+    assert_eq!(raw.len(), 513 * 96);
+    let from_raw = CommitteeKeys::from_raw(&committee, 1422, &raw).unwrap();
+    assert_eq!(from_raw.to_uncompressed(), saved, "the same points");
+    for keys in [decompressed_keys, loaded, from_raw] {
         check_participants_key(&committee, &keys);
     }
 }
@@ -94,4 +100,91 @@ fn uncompressed_keys_load_only_as_the_committees_own() {
         .unwrap()
         .to_uncompressed();
     assert!(refused(&other).is_some());
+}
+
+#[test]
+fn raw_keys_load_only_for_their_committee_and_length() {
+    let committee = committee_of("eth_blockNumber_electra");
+    let raw = CommitteeKeys::new(&committee, 1422).unwrap().to_raw();
+    let refused = |committee: &SyncCommittee, bytes: &[u8]| {
+        CommitteeKeys::from_raw(committee, 1422, bytes)
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert!(refused(&committee, &raw[..raw.len() - 96]).is_some());
+    assert!(refused(&committee, &[raw.as_slice(), &[0u8; 96]].concat()).is_some());
+    let other = committee_of("eth_getBalance1");
+    let why = refused(&other, &raw).expect("another committee's keys are refused");
+    assert!(why.contains("1422"), "names the period: {why}");
+    // A changed first or last key (another build's form of the points) is refused too.
+    for at in [5, 511 * 96 + 5] {
+        let mut changed = raw.clone();
+        changed[at] ^= 1;
+        assert!(refused(&committee, &changed).is_some(), "byte {at}");
+    }
+}
+
+/// A committee of 512 keys from `seed`, and their secret keys.
+fn seeded_committee(seed: u8) -> (SyncCommittee, Vec<SecretKey>) {
+    let secrets: Vec<SecretKey> = (0..512u16)
+        .map(|i| {
+            let mut ikm = [seed; 32];
+            ikm[..2].copy_from_slice(&i.to_le_bytes());
+            SecretKey::key_gen(&ikm, &[]).unwrap()
+        })
+        .collect();
+    let pubkeys: Vec<BlsPublicKey> = secrets
+        .iter()
+        .map(|s| BlsPublicKey::from(s.sk_to_pk().compress()))
+        .collect();
+    let committee = SyncCommittee {
+        pubkeys: FixedVector::new(pubkeys).unwrap(),
+        aggregate_pubkey: BlsPublicKey::ZERO,
+    };
+    (committee, secrets)
+}
+
+/// The aggregate of the members `0..signers` of a committee over `root`.
+fn sign(secrets: &[SecretKey], signers: usize, root: B256) -> SyncAggregate {
+    let mut bits = BitVector::<U512>::new();
+    let signatures: Vec<_> = (0..signers)
+        .map(|i| {
+            bits.set(i, true).unwrap();
+            secrets[i].sign(root.as_slice(), BLS_DST, &[])
+        })
+        .collect();
+    let refs: Vec<_> = signatures.iter().collect();
+    let signature = AggregateSignature::aggregate(&refs, true).unwrap();
+    SyncAggregate {
+        sync_committee_bits: bits,
+        sync_committee_signature: BlsSignature::from(signature.to_signature().compress()),
+    }
+}
+
+#[test]
+fn a_signature_remembered_under_one_committees_keys_does_not_pass_under_anothers() {
+    let (honest, secrets) = seeded_committee(1);
+    let (other, _) = seeded_committee(2);
+    let honest_keys = CommitteeKeys::new(&honest, 7).unwrap();
+    let root = B256::repeat_byte(0x5a);
+    let aggregate = sign(&secrets, 400, root);
+    // Verified once, then again (from the process's record of verified signatures).
+    honest_keys.verify(&aggregate, root, 1).unwrap();
+    honest_keys.verify(&aggregate, root, 1).unwrap();
+    // Keys loaded from a state without checks (as a state naming any committee would be)
+    // find nothing remembered for them: the same aggregate fails under other keys.
+    let other_keys =
+        CommitteeKeys::from_raw(&other, 7, &CommitteeKeys::new(&other, 7).unwrap().to_raw())
+            .unwrap();
+    let err = other_keys.verify(&aggregate, root, 1).unwrap_err();
+    assert!(err.to_string().contains("does not verify"), "{err}");
+    // And the remembered signature is bound to its root and its participants too.
+    assert!(
+        honest_keys
+            .verify(&aggregate, B256::repeat_byte(0x5b), 1)
+            .is_err()
+    );
+    let mut fewer = aggregate.clone();
+    fewer.sync_committee_bits.set(0, false).unwrap();
+    assert!(honest_keys.verify(&fewer, root, 1).is_err());
 }

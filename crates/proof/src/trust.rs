@@ -1,8 +1,8 @@
 //! What a verifier trusts (spec §8.3): the chain's parameters, an optional checkpoint (a
 //! beacon block root) and sync-committee keys per period; the light-client sync data of a
 //! proof (§8.1) that adds keys to it; the `c4` client state (§13) that tells a prover what the
-//! verifier lacks; saving and loading the keys; and a small cache of signatures already
-//! checked.
+//! verifier lacks; saving and loading the keys (a state trusted as a whole, see `SAVED_V2`).
+//! Signatures already checked are remembered by `sszgate_light::bls`, not here.
 //!
 //! Sync data is checked by the light client's own update check (`sszgate_light::store::
 //! check_update`), as the consensus specs check light-client updates, not as colibri does
@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use alloy_primitives::{B256, Bytes, keccak256};
 use sha2::{Digest, Sha256};
@@ -39,9 +39,6 @@ pub const MAX_PERIODS: usize = 8;
 /// as many, one per period: over 5 years of mainnet periods).
 pub const MAX_SYNC_UPDATES: usize = 128;
 
-/// Signatures remembered as checked (a repeated header costs a hash, not a pairing).
-const VERIFIED_SIGNATURES: usize = 64;
-
 /// The verifier's trust: chain parameters, checkpoint and committee keys by period; and the
 /// execution chain's id and fork table a proven call runs with.
 #[derive(Debug, Clone)]
@@ -53,8 +50,6 @@ pub struct TrustedState {
     committees: BTreeMap<u64, (SyncCommittee, CommitteeKeys)>,
     /// Contract code known by its hash, for eth_call proofs that do not ship it.
     pub codes: HashMap<B256, Bytes>,
-    /// Digests of (signing root, aggregate) pairs whose signature verified, newest last.
-    verified: Arc<Mutex<VecDeque<B256>>>,
     /// The clock and the bound `latest` is checked with (`tags`).
     pub freshness: Freshness,
     /// The execution chain's id (eth_call's `CHAINID`, a call's `chainId`).
@@ -131,26 +126,131 @@ pub fn known_chain_id(name: &str) -> Option<u64> {
     }
 }
 
-/// The saved file's first bytes.
-const SAVED_MAGIC: &[u8; 8] = b"SZGTRST1";
 /// Magic, checkpoint flag and root, entry count.
 const SAVED_HEAD: usize = 8 + 1 + 32 + 1;
 /// `SyncCommittee` in SSZ: 512 keys and the aggregate.
 const COMMITTEE_SSZ: usize = 513 * 48;
-/// Period, committee, uncompressed keys.
-const SAVED_ENTRY: usize = 8 + COMMITTEE_SSZ + 512 * 96;
+/// A SHA-256.
+const DIGEST: usize = 32;
+
+/// A saved state's layout: a head (magic, checkpoint flag and root, entry count) and entries
+/// (period, committee in SSZ, keys); in the current form the head and each entry are
+/// followed by their SHA-256.
+struct SavedFormat {
+    magic: &'static [u8; 8],
+    /// Bytes of an entry's keys.
+    keys: usize,
+    /// Whether the head and each entry carry their SHA-256.
+    digest: bool,
+    /// Rebuilds an entry's keys from its bytes.
+    load: fn(&SyncCommittee, u64, &[u8]) -> Result<CommitteeKeys, LightError>,
+}
+
+/// The earlier form, still read: keys uncompressed, each checked against its committee
+/// (~14 ms a period in WASM).
+const SAVED_V1: SavedFormat = SavedFormat {
+    magic: b"SZGTRST1",
+    keys: 512 * 96,
+    digest: false,
+    load: CommitteeKeys::from_uncompressed,
+};
+
+/// The form written: keys and their sum in blst's own form, taken with no check on the
+/// points once the entry's digest matches. The state is trusted as its checkpoint is (colibri
+/// trusts its stored state the same way): whoever can write it could name any committee, so no
+/// check on the keys could stop them; the digests catch a state damaged in storage.
+const SAVED_V2: SavedFormat = SavedFormat {
+    magic: b"SZGTRST2",
+    keys: 513 * 96,
+    digest: true,
+    load: CommitteeKeys::from_raw,
+};
+
+impl SavedFormat {
+    fn digest_len(&self) -> usize {
+        if self.digest { DIGEST } else { 0 }
+    }
+
+    fn head(&self) -> usize {
+        SAVED_HEAD + self.digest_len()
+    }
+
+    fn entry(&self) -> usize {
+        8 + COMMITTEE_SSZ + self.keys + self.digest_len()
+    }
+
+    /// The most bytes a state of this form can take.
+    fn max(&self) -> usize {
+        self.head() + MAX_PERIODS * self.entry()
+    }
+
+    /// `part` without its digest, if that matches (a form without digests: `part`).
+    fn checked<'a>(&self, part: &'a [u8]) -> Result<&'a [u8], String> {
+        let (body, digest) = part.split_at(part.len() - self.digest_len());
+        if self.digest && Sha256::digest(body)[..] != *digest {
+            return Err("its SHA-256 does not match: damaged".into());
+        }
+        Ok(body)
+    }
+
+    /// Period, committee and keys of one entry (with its digest, if the form has them).
+    fn read_entry(&self, entry: &[u8]) -> Result<(u64, SyncCommittee, CommitteeKeys), String> {
+        let known = if self.digest {
+            READ_ENTRIES.find(entry)
+        } else {
+            None
+        };
+        let body = match known {
+            Some(_) => &entry[..entry.len() - DIGEST],
+            None => self.checked(entry)?,
+        };
+        let period = u64::from_le_bytes(body[..8].try_into().unwrap_or_default());
+        let committee = SyncCommittee::from_ssz_bytes(&body[8..8 + COMMITTEE_SSZ])
+            .map_err(|e| format!("{e:?}"))?;
+        let keys = match known {
+            Some(keys) => keys,
+            None => {
+                let keys = (self.load)(&committee, period, &body[8 + COMMITTEE_SSZ..])
+                    .map_err(|e| e.to_string())?;
+                if self.digest {
+                    READ_ENTRIES.add(entry, &keys);
+                }
+                keys
+            }
+        };
+        Ok((period, committee, keys))
+    }
+}
+
+/// Entries of the current form read before in this process, with their keys, newest last:
+/// the same bytes again (a verifier made anew from the same state) cost a comparison, not a
+/// digest. Safe whatever the state: equal bytes were checked once and give the same keys.
+struct ReadEntries(Mutex<VecDeque<(Vec<u8>, CommitteeKeys)>>);
+
+/// The process's one record of entries read.
+static READ_ENTRIES: ReadEntries = ReadEntries(Mutex::new(VecDeque::new()));
+
+impl ReadEntries {
+    fn find(&self, entry: &[u8]) -> Option<CommitteeKeys> {
+        let entries = self.0.lock().ok()?;
+        let found = entries.iter().find(|(bytes, _)| bytes == entry);
+        found.map(|(_, keys)| keys.clone())
+    }
+
+    fn add(&self, entry: &[u8], keys: &CommitteeKeys) {
+        if let Ok(mut entries) = self.0.lock() {
+            if entries.len() == MAX_PERIODS {
+                entries.pop_front();
+            }
+            entries.push_back((entry.to_vec(), keys.clone()));
+        }
+    }
+}
 
 /// The saved file, bounded by the most entries it can hold.
 fn read_saved(path: &Path) -> std::io::Result<Vec<u8>> {
-    let max = SAVED_HEAD + MAX_PERIODS * SAVED_ENTRY;
-    let bytes = sszgate_light::persist::read_file_bounded(path, max as u64)?;
-    if bytes.len() < SAVED_HEAD {
-        return Err(std::io::Error::other(format!(
-            "{} bytes, at least {SAVED_HEAD} expected",
-            bytes.len()
-        )));
-    }
-    Ok(bytes)
+    let max = SAVED_V2.max().max(SAVED_V1.max());
+    sszgate_light::persist::read_file_bounded(path, max as u64)
 }
 
 fn sync_error(e: impl std::fmt::Display) -> ProofError {
@@ -171,7 +271,6 @@ impl TrustedState {
             checkpoint: None,
             committees: BTreeMap::new(),
             codes: HashMap::new(),
-            verified: Arc::default(),
             freshness: Freshness::default(),
             finalized: None,
             policy: ParticipationPolicy::default(),
@@ -283,24 +382,12 @@ impl TrustedState {
             })?;
         let keys = self.keys_for(self.spec.period(signature_slot), what)?;
         let domain = self.spec.domain_for_signature_slot(signature_slot);
-        let root = signing_root(object_root, domain);
-        let digest = B256::from_slice(
-            &Sha256::new()
-                .chain_update(root)
-                .chain_update(keys.root)
-                .chain_update(aggregate.as_ssz_bytes())
-                .finalize(),
-        );
-        if self.remembers(digest) {
-            return Ok(());
-        }
-        keys.verify(aggregate, root, signature_slot)
+        // A signature seen before costs a hash (`CommitteeKeys::verify` remembers it).
+        keys.verify(aggregate, signing_root(object_root, domain), signature_slot)
             .map_err(|e| ProofError::Check {
                 check: Check::Signature,
                 detail: format!("{what}: {e}"),
-            })?;
-        self.remember(digest);
-        Ok(())
+            })
     }
 
     /// The committee keys of `period` (`what` names the signature in the error).
@@ -317,33 +404,25 @@ impl TrustedState {
         }
     }
 
-    fn remembers(&self, digest: B256) -> bool {
-        self.verified
-            .lock()
-            .map(|v| v.contains(&digest))
-            .unwrap_or(false)
-    }
-
-    fn remember(&self, digest: B256) {
-        if let Ok(mut v) = self.verified.lock() {
-            if v.len() == VERIFIED_SIGNATURES {
-                v.pop_front();
-            }
-            v.push_back(digest);
-        }
-    }
-
-    /// The checkpoint and the keys as bytes (with the keys' uncompressed form, so loading them
-    /// costs no decompression): what [`TrustedState::from_bytes`] reads.
+    /// The checkpoint and the keys as bytes (the keys in blst's own form, so loading them
+    /// costs no field operation), the head and each entry followed by its SHA-256: what
+    /// [`TrustedState::from_bytes`] reads.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::from(*SAVED_MAGIC);
-        out.push(u8::from(self.checkpoint.is_some()));
-        out.extend_from_slice(&self.checkpoint.unwrap_or_default().0);
-        out.push(self.committees.len() as u8);
+        let with_digest = |mut part: Vec<u8>| {
+            let digest = Sha256::digest(&part);
+            part.extend_from_slice(&digest);
+            part
+        };
+        let mut head = Vec::from(*SAVED_V2.magic);
+        head.push(u8::from(self.checkpoint.is_some()));
+        head.extend_from_slice(&self.checkpoint.unwrap_or_default().0);
+        head.push(self.committees.len() as u8);
+        let mut out = with_digest(head);
         for (period, (committee, keys)) in &self.committees {
-            out.extend_from_slice(&period.to_le_bytes());
-            out.extend_from_slice(&committee.as_ssz_bytes());
-            out.extend_from_slice(&keys.to_uncompressed());
+            let mut entry = period.to_le_bytes().to_vec();
+            entry.extend_from_slice(&committee.as_ssz_bytes());
+            entry.extend_from_slice(&keys.to_raw());
+            out.extend_from_slice(&with_digest(entry));
         }
         out
     }
@@ -362,36 +441,36 @@ impl TrustedState {
         TrustedState::from_bytes(spec, &bytes).map_err(|e| at(&e))
     }
 
-    /// Reads what [`TrustedState::to_bytes`] wrote, for chain `spec`; every key is checked
-    /// against its committee (a state that does not read back whole is refused).
+    /// Reads what [`TrustedState::to_bytes`] wrote (or the earlier form, whose keys are
+    /// checked against their committees), for chain `spec`; a state that does not read back
+    /// whole is refused.
     pub fn from_bytes(spec: ChainSpec, bytes: &[u8]) -> Result<TrustedState, String> {
-        let max = SAVED_HEAD + MAX_PERIODS * SAVED_ENTRY;
-        if bytes.len() < SAVED_HEAD || bytes.len() > max {
+        let format = [&SAVED_V2, &SAVED_V1]
+            .into_iter()
+            .find(|f| bytes.starts_with(f.magic))
+            .ok_or("not a saved sszgate proof trust state")?;
+        let (min, max) = (format.head(), format.max());
+        if bytes.len() < min || bytes.len() > max {
             return Err(format!(
-                "{} bytes of saved trust, {SAVED_HEAD} to {max} expected",
+                "{} bytes of saved trust, {min} to {max} expected",
                 bytes.len()
             ));
         }
+        let (head, mut rest) = bytes.split_at(min);
+        let head = format.checked(head).map_err(|e| format!("head: {e}"))?;
         let mut state = TrustedState::new(spec);
-        let (head, mut rest) = bytes.split_at(SAVED_HEAD);
-        if &head[..8] != SAVED_MAGIC {
-            return Err("not a saved sszgate proof trust state".into());
-        }
         if head[8] == 1 {
             state.checkpoint = Some(B256::from_slice(&head[9..41]));
         }
         for i in 0..head[41] {
             let entry = rest
-                .get(..SAVED_ENTRY)
+                .get(..format.entry())
                 .ok_or_else(|| format!("entry {i} truncated"))?;
-            let period = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
-            let committee = SyncCommittee::from_ssz_bytes(&entry[8..8 + COMMITTEE_SSZ])
-                .map_err(|e| format!("entry {i}: {e:?}"))?;
-            let keys =
-                CommitteeKeys::from_uncompressed(&committee, period, &entry[8 + COMMITTEE_SSZ..])
-                    .map_err(|e| format!("entry {i}: {e}"))?;
+            let (period, committee, keys) = format
+                .read_entry(entry)
+                .map_err(|e| format!("entry {i}: {e}"))?;
             state.committees.insert(period, (committee, keys));
-            rest = &rest[SAVED_ENTRY..];
+            rest = &rest[format.entry()..];
         }
         if !rest.is_empty() {
             return Err(format!("{} bytes after the last entry", rest.len()));

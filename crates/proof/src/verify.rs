@@ -13,26 +13,41 @@ use serde_json::Value;
 use ssz::Decode;
 
 use crate::error::{Check, ProofError, ensure, fail};
+use crate::receipts;
 use crate::ssz::describe;
 use crate::trust::TrustedState;
 use crate::types::{C4Request, DataUnion, ProofUnion, SyncDataUnion};
-use crate::{accounts, blocks, logs, receipts, txs};
 
-/// The methods this verifier answers.
-pub const METHODS: [&str; 14] = [
+/// The methods this verifier answers: eth_getTransactionReceipt always, the others as the
+/// method-family features it was built with (`blocks`, `transactions`, `logs`, `accounts`,
+/// `call`) say. A method left out is refused as unsupported and its code is not linked.
+pub const METHODS: &[&str] = &[
+    #[cfg(feature = "blocks")]
     "eth_blockNumber",
+    #[cfg(feature = "blocks")]
     "eth_getBlockByNumber",
+    #[cfg(feature = "blocks")]
     "eth_getBlockByHash",
+    #[cfg(feature = "transactions")]
     "eth_getTransactionByHash",
+    #[cfg(feature = "transactions")]
     "eth_getTransactionByBlockHashAndIndex",
+    #[cfg(feature = "transactions")]
     "eth_getTransactionByBlockNumberAndIndex",
     "eth_getTransactionReceipt",
+    #[cfg(feature = "logs")]
     "eth_getLogs",
+    #[cfg(feature = "accounts")]
     "eth_getBalance",
+    #[cfg(feature = "accounts")]
     "eth_getTransactionCount",
+    #[cfg(feature = "accounts")]
     "eth_getStorageAt",
+    #[cfg(feature = "accounts")]
     "eth_getCode",
+    #[cfg(feature = "accounts")]
     "eth_getProof",
+    #[cfg(feature = "call")]
     "eth_call",
 ];
 
@@ -76,7 +91,10 @@ fn check_envelope(request: &C4Request, method: &str) -> Result<(), ProofError> {
         format!("version {v}: chain type 0 (Ethereum) and protocol 0.1 expected")
     })?;
     if !METHODS.contains(&method) {
-        return Err(ProofError::Unsupported(format!("method {method}")));
+        return Err(ProofError::Unsupported(format!(
+            "method {method} (this verifier answers {})",
+            METHODS.join(", ")
+        )));
     }
     let data = &request.data;
     let data_ok = matches!(
@@ -105,12 +123,17 @@ pub fn verify_request(
     let data = &request.data;
     let trust = &*trust;
     match (&request.proof, method) {
-        (ProofUnion::BlockNumber(p), "eth_blockNumber") => blocks::verify_block_number(trust, p),
-        (ProofUnion::Block(p), "eth_getBlockByNumber" | "eth_getBlockByHash") => {
-            blocks::verify_block(trust, p, params)
+        #[cfg(feature = "blocks")]
+        (ProofUnion::BlockNumber(p), "eth_blockNumber") => {
+            crate::blocks::verify_block_number(trust, p)
         }
+        #[cfg(feature = "blocks")]
+        (ProofUnion::Block(p), "eth_getBlockByNumber" | "eth_getBlockByHash") => {
+            crate::blocks::verify_block(trust, p, params)
+        }
+        #[cfg(feature = "transactions")]
         (ProofUnion::Transaction(p), m) if m.starts_with("eth_getTransactionBy") => {
-            txs::verify_transaction(trust, p, m, params)
+            crate::txs::verify_transaction(trust, p, m, params)
         }
         (ProofUnion::Receipt(p), "eth_getTransactionReceipt") => {
             let d = match data {
@@ -119,17 +142,20 @@ pub fn verify_request(
             };
             receipts::verify_receipt(trust, p, d, params)
         }
+        #[cfg(feature = "logs")]
         (ProofUnion::LogsRange(p), "eth_getLogs") => {
             ensure(matches!(data, DataUnion::None), Check::ProofKind, || {
                 "a LogsRangeProof carries no logs: the verifier computes them".into()
             })?;
-            logs::verify_logs_range(trust, p, params)
+            crate::logs::verify_logs_range(trust, p, params)
         }
+        #[cfg(feature = "logs")]
         (ProofUnion::Logs(_), "eth_getLogs") if !trust.accept_incomplete_logs => fail(
             Check::Completeness,
             "a LogsProof (colibri's form) cannot show that no block of the range was left out; \
              refused unless incomplete logs are accepted (--accept-incomplete-logs)",
         ),
+        #[cfg(feature = "logs")]
         (ProofUnion::Logs(p), "eth_getLogs") => {
             let logs = match data {
                 DataUnion::Logs(l) => &l[..],
@@ -137,6 +163,7 @@ pub fn verify_request(
             };
             receipts::verify_logs(trust, p, logs, params)
         }
+        #[cfg(feature = "accounts")]
         (
             ProofUnion::Account(p),
             m @ ("eth_getBalance"
@@ -144,13 +171,9 @@ pub fn verify_request(
             | "eth_getStorageAt"
             | "eth_getCode"
             | "eth_getProof"),
-        ) => accounts::verify_account(trust, p, data, m, params),
+        ) => crate::accounts::verify_account(trust, p, data, m, params),
         #[cfg(feature = "call")]
         (ProofUnion::Call(p), "eth_call") => crate::call::verify_call(trust, p, params),
-        #[cfg(not(feature = "call"))]
-        (ProofUnion::Call(_), "eth_call") => Err(ProofError::Unsupported(
-            "eth_call: this verifier was built without the EVM (the `call` feature)".into(),
-        )),
         (p, m) => fail(
             Check::ProofKind,
             format!("a {} does not answer {m}", proof_name(p)),

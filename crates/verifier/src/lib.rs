@@ -209,4 +209,4 @@ impl Verifier {
 }
 
 /// The methods a proof can answer; any other is refused, never passed through.
-pub const METHODS: &[&str] = &sszgate_proof::verify::METHODS;
+pub const METHODS: &[&str] = sszgate_proof::verify::METHODS;

@@ -1,10 +1,14 @@
 //! The embeddable verifier on colibri's recorded mainnet proofs: made from a checkpoint, it
 //! learns the committee from a proof's sync data, answers as the vector says, saves its state,
-//! and a verifier made from that state alone answers again; lies and misuse are refused by name.
+//! and a verifier made from that state alone answers again (also from a state saved in the
+//! earlier form); lies, a damaged state and misuse are refused by name.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
+use ssz_types::FixedVector;
+use sszgate_light::bls::CommitteeKeys;
+use sszgate_light::types::{BlsPublicKey, SyncCommittee};
 use sszgate_verifier::{Verifier, VerifierError};
 
 fn case_dir(case: &str) -> PathBuf {
@@ -119,4 +123,77 @@ fn misuse_is_an_error_naming_what() {
         .verify("eth_blockNumber", "{", &proof(CASE), 0)
         .unwrap_err();
     assert!(matches!(err, VerifierError::Params(_)), "{err}");
+}
+
+#[test]
+fn a_damaged_state_is_refused_naming_why() {
+    let mut v = Verifier::new(&options(CASE), None).unwrap();
+    verify(&mut v, CASE, &proof(CASE)).unwrap();
+    let state = v.save_state();
+    let mainnet = r#"{"network":"mainnet"}"#;
+    // A byte of a key changed, of the checkpoint changed, the state cut short by a byte, a
+    // byte added.
+    let mut changed = state.clone();
+    changed[74 + 8 + 513 * 48 + 1000] ^= 1;
+    let mut checkpoint = state.clone();
+    checkpoint[20] ^= 1;
+    let cut = state[..state.len() - 1].to_vec();
+    let longer = [state.as_slice(), &[0]].concat();
+    for (bad, says) in [
+        (changed, "entry 0: its SHA-256 does not match"),
+        (checkpoint, "head: its SHA-256 does not match"),
+        (cut, "truncated"),
+        (longer, "1 bytes after the last entry"),
+    ] {
+        let err = Verifier::new(mainnet, Some(&bad)).unwrap_err();
+        assert!(err.to_string().contains(says), "{err}");
+    }
+}
+
+#[test]
+fn a_state_saved_in_the_earlier_form_loads_checked_and_answers() {
+    let case = "eth_getBalance1";
+    let keys = std::fs::read(case_dir(case).join("sync_committee_1393.pubkeys")).unwrap();
+    let committee = SyncCommittee {
+        pubkeys: FixedVector::new(keys.chunks(48).map(BlsPublicKey::from_slice).collect()).unwrap(),
+        aggregate_pubkey: BlsPublicKey::ZERO,
+    };
+    // SZGTRST1: magic, no checkpoint, one entry of period, committee (SSZ), uncompressed keys.
+    let mut earlier = b"SZGTRST1".to_vec();
+    earlier.extend([0u8; 33]);
+    earlier.push(1);
+    earlier.extend(1393u64.to_le_bytes());
+    earlier.extend_from_slice(&keys);
+    earlier.extend([0u8; 48]);
+    earlier.extend(
+        CommitteeKeys::new(&committee, 1393)
+            .unwrap()
+            .to_uncompressed(),
+    );
+    let mainnet = r#"{"network":"mainnet","maxHeadAge":1073741824}"#;
+    let mut v = Verifier::new(mainnet, Some(&earlier)).unwrap();
+    assert_eq!(v.periods(), [1393]);
+    let e = expected(case);
+    let answer = v
+        .verify(
+            e["method"].as_str().unwrap(),
+            &e["params"].to_string(),
+            &proof(case),
+            now_for(case),
+        )
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&answer).unwrap(), e["result"]);
+    // Saved again in the current form, its entry equal to that of a state given the same
+    // keys directly (the heads differ: that one has a checkpoint).
+    let checkpoint = format!("0x{}", "11".repeat(32));
+    let options = serde_json::json!({"network": "mainnet", "checkpoint": checkpoint});
+    let mut direct = Verifier::new(&options.to_string(), None).unwrap();
+    direct.add_committee_keys(1393, &keys).unwrap();
+    let entry = |state: Vec<u8>| state[74..].to_vec();
+    assert_eq!(entry(v.save_state()), entry(direct.save_state()));
+    // The earlier form's keys are still checked against their committee.
+    let mut changed = earlier.clone();
+    changed[42 + 8 + 513 * 48 + 96 * 3 + 40] ^= 1;
+    let err = Verifier::new(mainnet, Some(&changed)).unwrap_err();
+    assert!(err.to_string().contains("entry 0"), "{err}");
 }
