@@ -27,6 +27,8 @@ else
 fi
 echo "== cargo test"
 cargo test --workspace --locked
+echo "== the receipts-only verifier build answers receipts and refuses every other method by name"
+cargo test --locked -p sszgate-verifier --no-default-features --test families
 
 echo "== the WASM verifier package's tests in Node (vectors, mutations, provider, npm pack, browser)"
 if [ -n "$pkg" ]; then
