@@ -429,24 +429,50 @@ pub(crate) async fn warm_up(
 }
 
 /// `rounds` rounds of one call per target, rotating which goes first, so that a burst of
-/// noise hits every target alike; each target's samples, in the order of `targets`.
+/// noise hits every target alike; each target's samples of the calls answered whole (200),
+/// and its failed calls, in the order of `targets`.
 pub(crate) async fn interleaved(
     client: &HttpClient,
     targets: &[String],
     case: &str,
     request: &Bytes,
     rounds: usize,
-) -> Vec<Vec<Duration>> {
+) -> (Vec<Vec<Duration>>, Vec<usize>) {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); targets.len()];
+    let mut failed = vec![0; targets.len()];
     for round in 0..rounds {
         for k in 0..targets.len() {
             let which = (round + k) % targets.len();
             let start = Instant::now();
-            call(client, &targets[which], case, request).await;
-            samples[which].push(start.elapsed());
+            match try_call(client, &targets[which], case, request).await {
+                Ok(200) => samples[which].push(start.elapsed()),
+                _ => failed[which] += 1,
+            }
         }
     }
-    samples
+    (samples, failed)
+}
+
+/// One call; its status once the whole answer arrived, or why there was none.
+pub(crate) async fn try_call(
+    client: &HttpClient,
+    target: &str,
+    case: &str,
+    body: &Bytes,
+) -> Result<u16, String> {
+    let request = Request::post(target)
+        .header("content-type", "application/json")
+        .header("x-bench-case", case)
+        .body(Full::new(body.clone()))
+        .map_err(|e| e.to_string())?;
+    let response = client.request(request).await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(status)
 }
 
 /// Runs the benchmark; `progress` is told each case as it starts (with its index and the
@@ -549,7 +575,11 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
         let rounds = rounds_for(*n, options.rounds);
         let cpu_before = cpu_seconds(pid);
         let floor_cpu_before: Vec<f64> = floors.iter().map(FloorRelay::cpu_seconds).collect();
-        let samples = interleaved(&client, &targets, case, request, rounds).await;
+        let (samples, failed) = interleaved(&client, &targets, case, request, rounds).await;
+        assert!(
+            failed.iter().all(|&n| n == 0),
+            "{name}, {n} blobs: calls failed per path {failed:?}"
+        );
         let cpu = (cpu_seconds(pid) - cpu_before) * 1e3 / rounds as f64;
         let mut samples = samples.into_iter();
         let mut summary = |name: &str| Summary {

@@ -24,15 +24,13 @@ use std::{
 };
 
 use bytes::Bytes;
-use http::Request;
-use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
 use crate::{
     harness::{Summary, ms},
     proxy::{
         HttpClient, ProxyChild, cpu_seconds, free_port, interleaved, log_filter, rounds_for,
-        rss_kib, wait_ready, warm_up,
+        rss_kib, try_call, wait_ready, warm_up,
     },
 };
 
@@ -247,6 +245,8 @@ pub struct PeerCase {
     pub direct: Summary,
     /// Per middle (in [`Report::middles`]' order): its calls and its CPU per call, ms.
     pub middles: Vec<(Summary, f64)>,
+    /// Per middle: calls that failed (no whole answer, or not 200), left out of its samples.
+    pub failed: Vec<usize>,
 }
 
 /// What one middle used, and how it held up under sustained load.
@@ -381,9 +381,8 @@ async fn measure_cases(
         warm_up(bench.client, &targets, case, request).await;
         let rounds = rounds_for(*n, rounds);
         let before: Vec<f64> = middles.iter().map(|m| cpu_seconds(m.pid())).collect();
-        let mut samples = interleaved(bench.client, &targets, case, request, rounds)
-            .await
-            .into_iter();
+        let (samples, failed) = interleaved(bench.client, &targets, case, request, rounds).await;
+        let mut samples = samples.into_iter();
         let direct = Summary {
             name: "direct".into(),
             samples: samples.next().expect("the direct samples"),
@@ -403,6 +402,7 @@ async fn measure_cases(
             blobs: *n,
             direct,
             middles: per_middle,
+            failed: failed[1..].to_vec(),
         });
     }
     out
@@ -523,28 +523,6 @@ async fn settle_events(
     }
 }
 
-/// One call; its status, or why there was none.
-async fn try_call(
-    client: &HttpClient,
-    target: &str,
-    case: &str,
-    body: &Bytes,
-) -> Result<u16, String> {
-    let request = Request::post(target)
-        .header("content-type", "application/json")
-        .header("x-bench-case", case)
-        .body(Full::new(body.clone()))
-        .map_err(|e| e.to_string())?;
-    let response = client.request(request).await.map_err(|e| e.to_string())?;
-    let status = response.status().as_u16();
-    response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(status)
-}
-
 fn mib(kib: u64) -> String {
     format!("{:.0}", kib as f64 / 1024.0)
 }
@@ -587,6 +565,24 @@ impl Report {
                 out.push_str(&format!(" {} | {} |", shown(added), shown(*cpu)));
             }
             out.push('\n');
+        }
+        for c in self
+            .cases
+            .iter()
+            .filter(|c| c.failed.iter().any(|&n| n > 0))
+        {
+            let names = self.middles.iter().map(|m| m.name.as_str());
+            let failed: Vec<String> = names
+                .zip(&c.failed)
+                .filter(|(_, n)| **n > 0)
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect();
+            out.push_str(&format!(
+                "\nFailed calls in the rounds of {} ({} blobs), left out of the samples: {}.\n",
+                c.name,
+                c.blobs,
+                failed.join(", ")
+            ));
         }
         out.push_str(&self.middles_markdown());
         out.push_str(&self.verdict());
