@@ -131,11 +131,19 @@ fn main() -> ExitCode {
         },
         _ => Cli::parse(),
     };
+    // rpc-snooper's `--no-color` and `-v` apply to sszgate's own lines in snooper mode too;
+    // a non-empty NO_COLOR turns colours off everywhere, as tracing's default does.
+    let (color, level) = match &cli.command {
+        Command::Snooper { args } => snooper::log_style(args),
+        _ => (true, "info"),
+    };
+    let ansi = color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SSZGATE_LOG")
-                .unwrap_or_else(|_| "info".into()),
+                .unwrap_or_else(|_| level.into()),
         )
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.command {

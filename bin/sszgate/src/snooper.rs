@@ -33,6 +33,19 @@ fn proxy_flag(name: &str) -> Option<bool> {
     Some(arg.get_action().takes_values())
 }
 
+/// The log style rpc-snooper's command line `args` asks for: ANSI colours unless
+/// `--no-color`, and the default filter (`SSZGATE_LOG` overrides it): sszgate's own lines at
+/// debug with `-v`, at info otherwise. A command line that does not parse gets the defaults
+/// (and [`run`] its error).
+pub(crate) fn log_style(args: &[String]) -> (bool, &'static str) {
+    let env = |name: &str| std::env::var(name).ok();
+    match sszgate_snooper::parse(args, &env, &proxy_flag) {
+        Ok(cli) if cli.log.verbose => (cli.log.color, "info,sszgate=debug"),
+        Ok(cli) => (cli.log.color, "info"),
+        Err(_) => (true, "info"),
+    }
+}
+
 /// Runs rpc-snooper's command line `args` (without the program name).
 pub(crate) fn run(args: Vec<String>) -> Result<()> {
     let env = |name: &str| std::env::var(name).ok();
@@ -54,6 +67,10 @@ pub(crate) fn run(args: Vec<String>) -> Result<()> {
     tracing::info!(version = %format!("sszgate-{}", env!("CARGO_PKG_VERSION")), "initializing rpc-snooper");
     tracing::info!("target url: {target}");
     let proxy_args = proxy_args(&cli, &target)?;
+    tracing::debug!(
+        ?proxy_args,
+        "the proxy's settings from the snooper command line"
+    );
     proxy::run_with(proxy_args, Some(make_front(cli, target)))
 }
 

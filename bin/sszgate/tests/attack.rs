@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Every attack kind the campaign must hold (a row whose name starts so).
-const KINDS: [&str; 9] = [
+const KINDS: [&str; 10] = [
     "conn flood, no request",
     "conn flood, a request each",
     "slowloris",
@@ -19,7 +19,61 @@ const KINDS: [&str; 9] = [
     "h2c: CONTINUATION flood",
     "ws: ping flood",
     "bomb",
+    "snooper:",
 ];
+
+/// The rpc-snooper surfaces' rows against `sszgate snooper` (e), and what each must have
+/// been answered: refused (an error, a closed connection, 401) or, for the module client
+/// that never reads, every call relayed all the same.
+const SNOOPER_ROWS: [(&str, &[&str]); 5] = [
+    (
+        "snooper: unknown module type",
+        &[
+            r#"error "Unknown module type: counter""#,
+            r#"error "Unknown method: no_such_method""#,
+            "ok {",
+            "Module request_counter registered successfully",
+        ],
+    ),
+    (
+        "snooper: malformed frames",
+        &[
+            "unparsable JSON: 101; then",
+            "text not UTF-8: 101; then",
+            "opcode 0x3: 101; then",
+            "RSV1 set: 101; then",
+            "unmasked: 101; then",
+        ],
+    ),
+    ("snooper: 2^62-byte frame", &["101; then"]),
+    (
+        "snooper: module client never reads",
+        &["200× HTTP/1.1 200 OK"],
+    ),
+    (
+        "snooper: wrong basic auth",
+        &["5× HTTP/1.1 401 Unauthorized"],
+    ),
+];
+
+/// How a row against (e) was answered, checked by value; the reasons it was not as it must be.
+fn snooper_answer(rows: &[Value], name: &str, expected: &[&str]) -> Vec<String> {
+    let Some(row) = rows.iter().find(|r| r["attack"] == name) else {
+        return vec![format!("no row {name}")];
+    };
+    assert_eq!(row["target"], "Snooper", "{row}");
+    let answered = row["answered"].as_str().unwrap_or("");
+    let mut wrong: Vec<String> = expected
+        .iter()
+        .filter(|e| !answered.contains(*e))
+        .map(|e| format!("{name}: `{e}` not in `{answered}`"))
+        .collect();
+    // A socket the server refused ends: it is never left open.
+    if name != "snooper: module client never reads" && answered.contains("open") {
+        wrong.push(format!("{name}: a connection left open: `{answered}`"));
+    }
+    wrong
+}
 
 fn field(row: &Value, name: &str) -> u64 {
     row[name]
@@ -85,7 +139,12 @@ fn the_short_campaign_keeps_every_invariant() {
         );
     }
     // Every target is attacked, and (b) is attacked without a token.
-    for target in ["Relay", "Verify", "Bridge", "Fds128"] {
+    let wrong: Vec<String> = SNOOPER_ROWS
+        .iter()
+        .flat_map(|(name, expected)| snooper_answer(rows, name, expected))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    for target in ["Relay", "Verify", "Bridge", "Fds128", "Snooper"] {
         assert!(
             rows.iter().any(|r| r["target"] == target),
             "{target} never attacked"

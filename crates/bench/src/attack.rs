@@ -2,10 +2,11 @@
 //! child processes, one row per attack, each judged against the invariants a gateway on the
 //! CL–EL link must keep.
 //!
-//! Four proxies run, each in front of its own counting fake EL ([`el`]), all on loopback
-//! ephemeral ports: (a) the defaults, (b) `--auth verify`, (c) the REST-SSZ → JSON-RPC bridge
-//! and (d) the defaults under `prlimit --nofile=128:128`. The attacks live in [`bombs`],
-//! [`http1`], [`h2`] and [`ws`], the bytes on the wire in [`wire`], the processes and what is
+//! Five proxies run, each in front of its own counting fake EL ([`el`]), all on loopback
+//! ephemeral ports: (a) the defaults, (b) `--auth verify`, (c) the REST-SSZ → JSON-RPC bridge,
+//! (d) the defaults under `prlimit --nofile=128:128` and (e) `sszgate snooper` (rpc-snooper's
+//! command line, its API behind basic auth on `--api-port`). The attacks live in [`bombs`],
+//! [`http1`], [`h2`], [`ws`] and [`snooper`], the bytes on the wire in [`wire`], the processes and what is
 //! measured of them in [`proxies`]; this file holds the one table of attacks, the row runner,
 //! the invariants and the report. Nothing here fixes what a row finds.
 //!
@@ -22,6 +23,7 @@ mod h2;
 mod http1;
 mod proxies;
 pub mod rpc;
+mod snooper;
 mod wire;
 mod ws;
 
@@ -128,6 +130,8 @@ impl Scale {
 #[derive(Clone)]
 pub(crate) struct Ctx {
     pub(crate) addr: std::net::SocketAddr,
+    /// The management API's own port, for a target that has one (`--api-port`).
+    pub(crate) api: Option<std::net::SocketAddr>,
     pub(crate) token: String,
     pub(crate) scale: Scale,
 }
@@ -189,7 +193,7 @@ where
 
 /// The campaign, in the order it runs: the bombs last, as they may leave a proxy large.
 fn attacks() -> Vec<Attack> {
-    use Target::{Bridge, Fds128, Relay, Verify};
+    use Target::{Bridge, Fds128, Relay, Snooper, Verify};
     let mut table = Vec::new();
     for target in [Fds128, Relay] {
         table.push(attack(
@@ -226,6 +230,25 @@ fn attacks() -> Vec<Attack> {
     table.push(attack("ws: 2^62-byte frame", Relay, ws::huge_frame));
     table.push(attack("ws: fragment flood", Relay, ws::fragments));
     table.push(attack("ws: ping flood", Relay, ws::ping_flood));
+    table.extend([
+        attack(
+            "snooper: unknown module type",
+            Snooper,
+            snooper::unknown_module,
+        ),
+        attack(
+            "snooper: malformed frames",
+            Snooper,
+            snooper::malformed_frames,
+        ),
+        attack("snooper: 2^62-byte frame", Snooper, snooper::huge_frame),
+        attack(
+            "snooper: module client never reads",
+            Snooper,
+            snooper::never_reads,
+        ),
+        attack("snooper: wrong basic auth", Snooper, snooper::wrong_auth),
+    ]);
     for coding in Coding::ALL {
         let name = coding.name();
         let json =
@@ -347,6 +370,7 @@ async fn run_row(attack: &Attack, proxy: &mut Proxy, scale: Scale, secret: &JwtS
     let peak = RssPeak::start(pid, rss_before + RSS_CEILING_KIB);
     let ctx = Ctx {
         addr: proxy.addr,
+        api: proxy.api,
         token: secret.token(),
         scale,
     };
@@ -467,7 +491,7 @@ impl Report {
     /// The report as Markdown: one table row per attack, then the failures.
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "## sszgate bench attack{}\n\nProxies: (a) defaults, (b) `--auth verify`, (c) bridge `--upstream-transport json`, (d) defaults under `prlimit --nofile=128:128`; all with `--header-timeout 2s --body-timeout 2s`. \
+            "## sszgate bench attack{}\n\nProxies: (a) defaults, (b) `--auth verify`, (c) bridge `--upstream-transport json`, (d) defaults under `prlimit --nofile=128:128`, (e) `sszgate snooper` with `--api-port` and `--api-auth`; all with `--header-timeout 2s --body-timeout 2s`. \
              Invariants: alive; a normal call answered 200 within {RECOVERY:?} after; fds after ≤ before + {FD_SLACK}, besides idle upstream connections to the EL (at most the pool's {UPSTREAM_POOL_CAP} + {FD_SLACK}); peak RSS ≤ before + {} MiB; nothing at the EL from an unauthenticated call to (b); no hidden request at the EL.\n\n",
             if self.short { " (short)" } else { "" },
             RSS_SLACK_KIB >> 10

@@ -5,6 +5,9 @@
 //!   through the relay, interleaved).
 //! - [`relay_floor`]: plain TCP relays (copying, splicing) the proxy benchmark measures as
 //!   the floor of any relay on the machine.
+//! - [`snooper_peer`]: rpc-snooper as a peer in the proxy benchmark (`--rpc-snooper`):
+//!   `sszgate snooper` and rpc-snooper side by side, logging and publishing to a real xatu
+//!   server: latency, CPU, memory, and drops under sustained 72-blob load.
 //! - [`codec`]: the codec study (`sszgate bench codec`): every message, six operations.
 //! - [`soak`]: the soak run (`sszgate bench soak`): mainnet-shaped traffic through the relay
 //!   and the bridge for a set time; memory over time, latency, errors, records lost.
@@ -35,5 +38,6 @@ pub mod proxy;
 pub mod relay_floor;
 pub mod report;
 pub mod rpc;
+pub mod snooper_peer;
 pub mod soak;
 pub mod ssz_study;

@@ -56,6 +56,8 @@ pub struct Options {
     /// Also measure the floor relays (plain TCP relays, copying and splicing, and a bare
     /// hyper HTTP relay; see [`crate::relay_floor`]).
     pub floors: bool,
+    /// Also measure `sszgate snooper` next to rpc-snooper (see [`crate::snooper_peer`]).
+    pub snooper: Option<crate::snooper_peer::Options>,
 }
 
 /// One measured bridge case.
@@ -117,6 +119,8 @@ pub struct Report {
     pub records: (u64, u64),
     /// The bridge cases, when measured.
     pub bridge: Vec<BridgeResult>,
+    /// `sszgate snooper` next to rpc-snooper, when measured.
+    pub snooper: Option<crate::snooper_peer::Report>,
 }
 
 /// The canned answers of the fake EL, by case header.
@@ -219,6 +223,8 @@ fn case_of(body: &[u8]) -> String {
         format!("getBlobs-{}", text.matches("\"0x").count())
     } else if text.contains("engine_newPayload") {
         "newPayload".into()
+    } else if text.contains("engine_getClientVersion") {
+        "clientVersion".into()
     } else {
         "fcu".into()
     }
@@ -257,7 +263,7 @@ fn terminate(pid: u32) {
 }
 
 /// utime + stime of a process, seconds.
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which is in parentheses and may hold blanks).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
@@ -289,7 +295,7 @@ pub(crate) fn rss_kib(pid: u32) -> (u64, u64) {
 pub(crate) type HttpClient =
     Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
-async fn call(client: &HttpClient, target: &str, case: &str, body: &Bytes) -> usize {
+pub(crate) async fn call(client: &HttpClient, target: &str, case: &str, body: &Bytes) -> usize {
     let request = Request::post(target)
         .header("content-type", "application/json")
         .header("x-bench-case", case)
@@ -348,18 +354,20 @@ pub(crate) fn start_proxy_wrapped(
         .arg("--store")
         .arg(format!("sqlite:{}", dir.join("bench.db").display()))
         .args(extra)
-        // Errors only unless asked otherwise: the benches' answers pair real blobs with
-        // hashes and payloads they do not belong to, so verification fails on them by
-        // construction, and the proxy says so at `warn` each time.
-        .env(
-            "SSZGATE_LOG",
-            std::env::var("SSZGATE_LOG").unwrap_or_else(|_| "error".into()),
-        )
+        .env("SSZGATE_LOG", log_filter())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("starting the sszgate proxy");
     (ProxyChild { child }, listen, metrics)
+}
+
+/// The log filter of the sszgate processes a bench starts: errors only unless `SSZGATE_LOG`
+/// says otherwise. The benches' answers pair real blobs with hashes and payloads they do not
+/// belong to, so verification fails on them by construction, and sszgate says so at `warn`
+/// each time. (rpc-snooper's per-call log lines in snooper mode are not tracing's: they stay.)
+pub(crate) fn log_filter() -> String {
+    std::env::var("SSZGATE_LOG").unwrap_or_else(|_| "error".into())
 }
 
 fn start_nginx(nginx: &Path, upstream: SocketAddr, dir: &Path) -> Option<(ProxyChild, SocketAddr)> {
@@ -399,6 +407,74 @@ pub(crate) async fn wait_ready(addr: SocketAddr) {
     panic!("nothing listens on {addr}");
 }
 
+/// Rounds for a case with `blobs` blobs: `base` from 24 blobs on, three times as many below.
+pub(crate) fn rounds_for(blobs: usize, base: usize) -> usize {
+    if blobs >= 24 { base } else { base * 3 }
+}
+
+/// Three calls to every target (connections open, caches warm); the answer's size.
+pub(crate) async fn warm_up(
+    client: &HttpClient,
+    targets: &[String],
+    case: &str,
+    request: &Bytes,
+) -> usize {
+    let mut bytes = 0;
+    for target in targets {
+        for _ in 0..3 {
+            bytes = call(client, target, case, request).await;
+        }
+    }
+    bytes
+}
+
+/// `rounds` rounds of one call per target, rotating which goes first, so that a burst of
+/// noise hits every target alike; each target's samples of the calls answered whole (200),
+/// and its failed calls, in the order of `targets`.
+pub(crate) async fn interleaved(
+    client: &HttpClient,
+    targets: &[String],
+    case: &str,
+    request: &Bytes,
+    rounds: usize,
+) -> (Vec<Vec<Duration>>, Vec<usize>) {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); targets.len()];
+    let mut failed = vec![0; targets.len()];
+    for round in 0..rounds {
+        for k in 0..targets.len() {
+            let which = (round + k) % targets.len();
+            let start = Instant::now();
+            match try_call(client, &targets[which], case, request).await {
+                Ok(200) => samples[which].push(start.elapsed()),
+                _ => failed[which] += 1,
+            }
+        }
+    }
+    (samples, failed)
+}
+
+/// One call; its status once the whole answer arrived, or why there was none.
+pub(crate) async fn try_call(
+    client: &HttpClient,
+    target: &str,
+    case: &str,
+    body: &Bytes,
+) -> Result<u16, String> {
+    let request = Request::post(target)
+        .header("content-type", "application/json")
+        .header("x-bench-case", case)
+        .body(Full::new(body.clone()))
+        .map_err(|e| e.to_string())?;
+    let response = client.request(request).await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(status)
+}
+
 /// Runs the benchmark; `progress` is told each case as it starts (with its index and the
 /// number of steps), then the small-call run, the bridge when measured, then `done`.
 pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)) -> Report {
@@ -410,7 +486,12 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     let fcu_request = Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"engine_forkchoiceUpdatedV3","params":[{{"headBlockHash":"{z}","safeBlockHash":"{z}","finalizedBlockHash":"{z}"}},null]}}"#
     ));
-    let mut answers = vec![("newPayload".to_string(), rpc(br#"{"status":"VALID","latestValidHash":null,"validationError":null}"#)), ("fcu".to_string(), rpc(br#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":null}"#))];
+    let mut answers = vec![
+        ("newPayload".to_string(), rpc(br#"{"status":"VALID","latestValidHash":null,"validationError":null}"#)),
+        ("fcu".to_string(), rpc(br#"{"payloadStatus":{"status":"VALID","latestValidHash":null,"validationError":null},"payloadId":null}"#)),
+        // The snoopers publish to xatu only once they know the EL's name and version.
+        ("clientVersion".to_string(), rpc(br#"[{"code":"GE","name":"Geth","version":"1.17.8-stable","commit":"0xdeadbeef"}]"#)),
+    ];
     let mut cases: Vec<(String, String, usize, Bytes)> = vec![(
         "forkchoiceUpdatedV3".into(),
         "fcu".into(),
@@ -490,29 +571,15 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     let steps = cases.len() + 1;
     for (step, (name, case, n, request)) in cases.iter().enumerate() {
         progress(step, steps, &format!("{name}, {n} blobs"));
-        // Warm up every path.
-        let mut bytes = 0;
-        for target in &targets {
-            for _ in 0..3 {
-                bytes = call(&client, target, case, request).await;
-            }
-        }
-        let rounds = if *n >= 24 {
-            options.rounds
-        } else {
-            options.rounds * 3
-        };
-        let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); targets.len()];
+        let bytes = warm_up(&client, &targets, case, request).await;
+        let rounds = rounds_for(*n, options.rounds);
         let cpu_before = cpu_seconds(pid);
         let floor_cpu_before: Vec<f64> = floors.iter().map(FloorRelay::cpu_seconds).collect();
-        for round in 0..rounds {
-            for k in 0..targets.len() {
-                let which = (round + k) % targets.len();
-                let start = Instant::now();
-                call(&client, &targets[which], case, request).await;
-                samples[which].push(start.elapsed());
-            }
-        }
+        let (samples, failed) = interleaved(&client, &targets, case, request, rounds).await;
+        assert!(
+            failed.iter().all(|&n| n == 0),
+            "{name}, {n} blobs: calls failed per path {failed:?}"
+        );
         let cpu = (cpu_seconds(pid) - cpu_before) * 1e3 / rounds as f64;
         let mut samples = samples.into_iter();
         let mut summary = |name: &str| Summary {
@@ -599,6 +666,19 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     };
     drop(nginx);
     drop(proxy);
+    let snooper = match &options.snooper {
+        Some(peer) => {
+            let bench = crate::snooper_peer::Bench {
+                sszgate: &options.sszgate,
+                el,
+                dir: &dir,
+                client: &client,
+            };
+            let mut step = |what: &str| progress(steps, steps + 1, &format!("rpc-snooper: {what}"));
+            Some(crate::snooper_peer::run(peer, &bench, &cases, options.rounds, &mut step).await)
+        }
+        None => None,
+    };
     let bridge = if options.bridge {
         progress(steps, steps + 1, "the bridge");
         measure_bridge(options, el, &dir, &client, &cases).await
@@ -609,6 +689,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     let _ = std::fs::remove_dir_all(&dir);
     Report {
         bridge,
+        snooper,
         cases: results,
         throughput: throughput_proxied,
         throughput_direct,
@@ -737,6 +818,9 @@ impl Report {
                     b.cpu_ms_per_call
                 ));
             }
+        }
+        if let Some(peer) = &self.snooper {
+            out.push_str(&peer.markdown());
         }
         out.push_str(&format!(
             "\nSmall calls (forkchoiceUpdatedV3, 16 concurrent callers): {:.0} calls/s through sszgate, {:.0} calls/s direct. \
@@ -880,11 +964,7 @@ async fn measure_bridge(
         let json_size = send_request(client, json_request()).await;
         let rest_size = send_request(client, rest_request(false)).await;
         send_request(client, rest_request(true)).await;
-        let rounds = if n >= 24 {
-            options.rounds
-        } else {
-            options.rounds * 3
-        };
+        let rounds = rounds_for(n, options.rounds);
         let (mut d, mut b, mut z) = (Vec::new(), Vec::new(), Vec::new());
         let cpu_before = cpu_seconds(pid);
         for round in 0..rounds {

@@ -438,6 +438,61 @@ struct ProxyBenchArgs {
     /// HTTP relay, measured in the same rounds as the least a relay adds on this machine).
     #[arg(long)]
     no_floors: bool,
+    /// rpc-snooper's `snooper` binary, measured next to `sszgate snooper` ("none" to skip); by
+    /// default `$SSZGATE_RPC_SNOOPER/bin/snooper` or `~/.cache/rpc-snooper-6452c11/bin/snooper`
+    /// when built (`../shared/tools/rpc-snooper/build.sh`).
+    #[arg(long)]
+    rpc_snooper: Option<String>,
+    /// The xatu binary both snoopers also publish to, in a second pair ("none" to skip); by
+    /// default `$SSZGATE_XATU` or `~/.cache/xatu-v1.8.1/bin/xatu` when built.
+    #[arg(long)]
+    xatu: Option<String>,
+    /// The xatu kit whose `run.sh` starts the server (`../shared/tools/xatu`).
+    #[arg(long)]
+    xatu_kit: Option<PathBuf>,
+    /// getBlobsV2 calls (the most blobs measured) through each snooper under sustained load.
+    #[arg(long, default_value_t = 200)]
+    sustained_calls: usize,
+}
+
+/// A peer's executable: `given` ("none": no peer), else `$env` (with `under` appended) or
+/// `~/default`, when it exists.
+fn peer_binary(given: Option<&str>, env: &str, under: &str, default: &str) -> Option<PathBuf> {
+    match given {
+        Some("none") => None,
+        Some(path) => Some(PathBuf::from(path)),
+        None => std::env::var_os(env)
+            .map(|v| match under {
+                "" => PathBuf::from(v),
+                under => PathBuf::from(v).join(under),
+            })
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(default)))
+            .filter(|p| p.exists()),
+    }
+}
+
+/// The rpc-snooper comparison's options, when rpc-snooper is there.
+fn snooper_peer(args: &ProxyBenchArgs) -> Option<sszgate_bench::snooper_peer::Options> {
+    let rpc_snooper = peer_binary(
+        args.rpc_snooper.as_deref(),
+        "SSZGATE_RPC_SNOOPER",
+        "bin/snooper",
+        ".cache/rpc-snooper-6452c11/bin/snooper",
+    )?;
+    let xatu = peer_binary(
+        args.xatu.as_deref(),
+        "SSZGATE_XATU",
+        "",
+        ".cache/xatu-v1.8.1/bin/xatu",
+    );
+    let kit = args.xatu_kit.clone().unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/xatu")
+    });
+    Some(sszgate_bench::snooper_peer::Options {
+        rpc_snooper,
+        xatu: xatu.map(|binary| sszgate_bench::snooper_peer::XatuKit { binary, kit }),
+        sustained_calls: args.sustained_calls,
+    })
 }
 
 pub(crate) fn run(args: BenchArgs) -> Result<()> {
@@ -459,6 +514,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
             .map(PathBuf::from)
             .find(|p| p.exists()),
     };
+    let snooper = snooper_peer(&args);
     let options = sszgate_bench::proxy::Options {
         sszgate: std::env::current_exe().context("finding the sszgate executable")?,
         data: args.data.dir(),
@@ -469,12 +525,14 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         proxy_args: args.proxy_args.proxy_args,
         bridge: args.bridge,
         floors: !args.no_floors,
+        snooper,
     };
     eprintln!(
-        "sszgate bench proxy: data {}, blobs {:?}, nginx {:?}",
+        "sszgate bench proxy: data {}, blobs {:?}, nginx {:?}, rpc-snooper {:?}",
         options.data.display(),
         options.blobs,
-        options.nginx
+        options.nginx,
+        options.snooper.as_ref().map(|s| (&s.rpc_snooper, &s.xatu))
     );
     let runtime = crate::runtime()?;
     let report = runtime.block_on(sszgate_bench::proxy::run(&options, &mut progress("proxy")));

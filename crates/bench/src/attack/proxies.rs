@@ -19,8 +19,11 @@ use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use tokio::time::{Instant, sleep, timeout};
 
-use super::el::{CountingEl, PROBE_ID};
-use crate::proxy::{ProxyChild, rss_kib, start_proxy_wrapped, wait_ready};
+use super::{
+    el::{CountingEl, PROBE_ID},
+    snooper::API_USER,
+};
+use crate::proxy::{ProxyChild, free_port, log_filter, rss_kib, start_proxy_wrapped, wait_ready};
 
 /// The open files the fd-exhaustion target may hold (`prlimit --nofile`).
 const FD_LIMIT: &str = "--nofile=128:128";
@@ -38,15 +41,18 @@ pub enum Target {
     Bridge,
     /// (d) the defaults under `prlimit --nofile=128:128`.
     Fds128,
+    /// (e) `sszgate snooper`, its management API also on `--api-port` behind `--api-auth`.
+    Snooper,
 }
 
 impl Target {
     /// Every target, in start order.
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 5] = [
         Target::Relay,
         Target::Verify,
         Target::Bridge,
         Target::Fds128,
+        Target::Snooper,
     ];
 
     /// Its short name in the table.
@@ -56,13 +62,16 @@ impl Target {
             Target::Verify => "b verify",
             Target::Bridge => "c bridge",
             Target::Fds128 => "d 128 fds",
+            Target::Snooper => "e snooper",
         }
     }
 
     fn args(self, secret: &Path) -> Vec<String> {
         let secret = secret.display().to_string();
         let mut args: Vec<String> = match self {
-            Target::Relay | Target::Fds128 => vec!["--auth".into(), "passthrough".into()],
+            Target::Relay | Target::Fds128 | Target::Snooper => {
+                vec!["--auth".into(), "passthrough".into()]
+            }
             Target::Verify => vec![
                 "--auth".into(),
                 "verify".into(),
@@ -88,6 +97,8 @@ impl Target {
 pub(crate) struct Proxy {
     pub(crate) target: Target,
     pub(crate) addr: SocketAddr,
+    /// The management API's own port, for (e).
+    pub(crate) api: Option<SocketAddr>,
     pub(crate) el: CountingEl,
     child: ProxyChild,
     dir: PathBuf,
@@ -105,12 +116,26 @@ impl Proxy {
             Target::Fds128 => &["prlimit", FD_LIMIT],
             _ => &[],
         };
-        let (child, addr, _metrics) =
-            start_proxy_wrapped(wrapper, sszgate, el.addr, &dir, &target.args(secret));
+        let args = target.args(secret);
+        let (child, addr, api) = match target {
+            Target::Snooper => {
+                let (child, addr, api) = start_snooper(sszgate, el.addr, &dir, &args);
+                (child, addr, Some(api))
+            }
+            _ => {
+                let (child, addr, _metrics) =
+                    start_proxy_wrapped(wrapper, sszgate, el.addr, &dir, &args);
+                (child, addr, None)
+            }
+        };
         wait_ready(addr).await;
+        if let Some(api) = api {
+            wait_ready(api).await;
+        }
         Proxy {
             target,
             addr,
+            api,
             el,
             child,
             dir,
@@ -140,6 +165,41 @@ impl Proxy {
         )
         .await;
     }
+}
+
+/// `sszgate snooper` before `el` with rpc-snooper's command line and sszgate's `extra` flags:
+/// the relay (and the open API, as in rpc-snooper) on one port, the API alone behind basic
+/// auth on another; its per-call log lines go to a file in `dir`. The child, the relay's
+/// address and the API's.
+fn start_snooper(
+    sszgate: &Path,
+    el: SocketAddr,
+    dir: &Path,
+    extra: &[String],
+) -> (ProxyChild, SocketAddr, SocketAddr) {
+    let (addr, api) = (free_port(), free_port());
+    let log = std::fs::File::create(dir.join("snooper.log")).expect("the snooper's log file");
+    let child = std::process::Command::new(sszgate)
+        .args([
+            "snooper",
+            "-b=127.0.0.1",
+            &format!("-p={addr}"),
+            "--no-color",
+        ])
+        .args(["--api-port", &api.to_string(), "--api-bind", "127.0.0.1"])
+        .args(["--api-auth", API_USER])
+        .arg("--store")
+        .arg(format!("sqlite:{}", dir.join("bench.db").display()))
+        .args(extra)
+        .arg(format!("http://{el}"))
+        .env("SSZGATE_LOG", log_filter())
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().expect("the snooper's log file"))
+        .stderr(log)
+        .spawn()
+        .expect("starting sszgate snooper");
+    let at = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    (ProxyChild { child }, at(addr), at(api))
 }
 
 /// Entries of /proc/PID/fd.

@@ -75,6 +75,13 @@ impl Tally {
     pub(crate) fn add(&mut self, answer: impl ToString) {
         *self.0.entry(answer.to_string()).or_default() += 1;
     }
+
+    /// Adds every count of `other`.
+    pub(crate) fn merge(&mut self, other: Tally) {
+        for (answer, n) in other.0 {
+            *self.0.entry(answer).or_default() += n;
+        }
+    }
 }
 
 impl fmt::Display for Tally {

@@ -16,18 +16,18 @@ use tokio::{
 
 use super::{Ctx, Outcome, wire::size};
 
-const TEXT: u8 = 0x1;
+pub(crate) const TEXT: u8 = 0x1;
 const BINARY: u8 = 0x2;
 const CONTINUATION: u8 = 0x0;
 const CLOSE: u8 = 0x8;
 const PING: u8 = 0x9;
-const FIN: u8 = 0x80;
+pub(crate) const FIN: u8 = 0x80;
 const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 /// Payload bytes written after the 2^62-byte frame header before giving up.
 const HUGE_FRAME_SENT: usize = 16 << 20;
 
 /// A masked client frame.
-fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
     let mut out = vec![first];
     header_length(&mut out, payload.len() as u64);
     out.extend_from_slice(&MASK);
@@ -49,13 +49,13 @@ fn header_length(out: &mut Vec<u8>, len: u64) {
     }
 }
 
-/// Upgrades a new connection (with a valid JWT); on success, the halves and the status line.
-async fn upgrade(ctx: &Ctx) -> Result<(OwnedReadHalf, OwnedWriteHalf), String> {
+/// Upgrades a new connection to `path` (with a valid JWT); on success, the halves.
+async fn upgrade(ctx: &Ctx, path: &str) -> Result<(OwnedReadHalf, OwnedWriteHalf), String> {
     let mut stream = TcpStream::connect(ctx.addr)
         .await
         .map_err(|e| e.to_string())?;
     let request = format!(
-        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: c3N6Z2F0ZS1hdHRhY2stMQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {}\r\n\r\n",
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: c3N6Z2F0ZS1hdHRhY2stMQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {}\r\n\r\n",
         ctx.token
     );
     stream
@@ -150,9 +150,15 @@ fn opcode_name(opcode: u8) -> &'static str {
     }
 }
 
-/// Upgrades, writes `frames` (stopping at the first write error), then closes and reports.
-async fn attack(ctx: Ctx, frames: impl Iterator<Item = Vec<u8>>, what: String) -> Outcome {
-    let (reader, mut writer) = match upgrade(&ctx).await {
+/// Upgrades at `path`, writes `frames` (stopping at the first write error), then closes and
+/// reports.
+pub(crate) async fn attack_at(
+    ctx: Ctx,
+    path: &str,
+    frames: impl Iterator<Item = Vec<u8>>,
+    what: String,
+) -> Outcome {
+    let (reader, mut writer) = match upgrade(&ctx, path).await {
         Ok(halves) => halves,
         Err(why) => return Outcome::text(what, why),
     };
@@ -169,14 +175,24 @@ async fn attack(ctx: Ctx, frames: impl Iterator<Item = Vec<u8>>, what: String) -
     Outcome::text(format!("{what}, {} written", size(written)), answer)
 }
 
+/// Upgrades at the relay's `/`, writes `frames`, then closes and reports.
+async fn attack(ctx: Ctx, frames: impl Iterator<Item = Vec<u8>>, what: String) -> Outcome {
+    attack_at(ctx, "/", frames, what).await
+}
+
 /// A binary frame whose header declares 2^62 payload bytes, followed by 16 MiB of them.
 pub(crate) async fn huge_frame(ctx: Ctx) -> Outcome {
+    huge_frame_at(ctx, "/").await
+}
+
+/// [`huge_frame`] to a WebSocket at `path`.
+pub(crate) async fn huge_frame_at(ctx: Ctx, path: &str) -> Outcome {
     let mut header = vec![FIN | BINARY];
     header_length(&mut header, 1 << 62);
     header.extend_from_slice(&MASK);
     let body = (0..HUGE_FRAME_SENT / (64 << 10)).map(|_| vec![0u8; 64 << 10]);
     let frames = std::iter::once(header).chain(body);
-    attack(ctx, frames, "frame header of 2^62 B".into()).await
+    attack_at(ctx, path, frames, "frame header of 2^62 B".into()).await
 }
 
 /// A text message in `ws_fragments` fragments of 100 bytes each.

@@ -81,6 +81,7 @@ impl ClientAttack {
     pub(crate) async fn run(self, addr: SocketAddr, short: bool) -> Outcome {
         let ctx = Ctx {
             addr,
+            api: None,
             token: String::new(),
             scale: scale(short),
         };
