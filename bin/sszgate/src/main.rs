@@ -104,13 +104,14 @@ enum Command {
     /// bridge.
     #[command(display_order = 10)]
     Demo(devnet::DemoArgs),
-    /// [lab] A local devnet (up, down, status): a real EL on a fresh chain with the proxy in
-    /// front.
+    /// [lab] A local devnet (up, down, status, feed): a real EL on a fresh chain with the proxy
+    /// in front, and optionally Lodestar v1.38 with follower pairs and a real-blob feed.
     #[command(display_order = 11)]
     Devnet(devnet::DevnetArgs),
-    /// [lab] Benchmarks and studies (proxy, soak, attack, codec, compress, rpc): what the
-    /// proxy adds, its memory and records over time, hostile input, the codecs and compression
-    /// on real data, verified RPC next to colibri.stateless.
+    /// [lab] Benchmarks and studies (proxy, soak, attack, codec, compress, rpc, e2e,
+    /// ssz-chain): what the proxy adds, its memory and records over time, hostile input, the
+    /// codecs and compression on real data, verified RPC next to colibri.stateless, and a real
+    /// CL's view of the link and of SSZ on a live chain.
     #[command(display_order = 12)]
     Bench(bench::BenchArgs),
 }
