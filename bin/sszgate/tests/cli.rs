@@ -399,9 +399,13 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
     let report = std::fs::read_to_string(&out_file).unwrap();
     // Three cases (forkchoiceUpdated, getPayloadV5 and getBlobsV2 with 1 blob), in both
     // tables, each row with a number in every column.
+    // With rpc-snooper found (SSZGATE_RPC_SNOOPER, always under CI) a third table follows:
+    // its cells are "added (per blob)".
+    let (own, peer) = report
+        .split_once("rpc-snooper as a peer")
+        .unwrap_or((report.as_str(), ""));
     let rows = |prefix: &str| {
-        report
-            .lines()
+        own.lines()
             .filter(|l| l.starts_with(prefix))
             .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
             .collect::<Vec<_>>()
@@ -413,6 +417,21 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
             let number = cell.trim_end_matches("/blob");
             assert!(
                 number.parse::<f64>().is_ok(),
+                "not a number: {cell:?} in {report}"
+            );
+        }
+    }
+    if !peer.is_empty() {
+        let peer_rows: Vec<&str> = peer
+            .lines()
+            .filter(|l| l.starts_with("| getBlobsV2 | 1 |"))
+            .collect();
+        assert_eq!(peer_rows.len(), 1, "{report}");
+        let cells: Vec<&str> = peer_rows[0].split('|').map(str::trim).collect();
+        for cell in &cells[3..cells.len() - 1] {
+            let first = cell.split_whitespace().next().unwrap_or_default();
+            assert!(
+                first.parse::<f64>().is_ok(),
                 "not a number: {cell:?} in {report}"
             );
         }
