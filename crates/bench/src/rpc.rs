@@ -37,6 +37,19 @@ use remote::Remote;
 
 /// The colibri peer's script, written to node's `-e` (so the binary needs no file beside it).
 const COLIBRI_PEER: &str = include_str!("../../../scripts/colibri-peer.mjs");
+/// The mock-file naming module the peer imports.
+const COLIBRI_MOCKNAME: &str = include_str!("../../../scripts/colibri-mockname.mjs");
+/// The peer's import of it, replaced by its text: the peer runs from `node -e`, where a
+/// relative import resolves against the working directory, not `scripts/`.
+const MOCKNAME_IMPORT: &str = "import { mockname } from './colibri-mockname.mjs';";
+
+/// The colibri peer's script with its one local import inlined.
+fn colibri_peer_script() -> String {
+    COLIBRI_PEER.replace(
+        MOCKNAME_IMPORT,
+        &COLIBRI_MOCKNAME.replace("export function mockname", "function mockname"),
+    )
+}
 /// The longest line the colibri peer may answer with (a 170-transaction block is ~200 kB).
 const MAX_PEER_LINE: u64 = 64 << 20;
 /// The largest upstream answer the verifier takes.
@@ -355,7 +368,7 @@ struct ColibriPeer {
 impl ColibriPeer {
     fn start(package: &Path) -> Result<ColibriPeer, String> {
         let mut child = Command::new("node")
-            .args(["--input-type=module", "-e", COLIBRI_PEER])
+            .args(["--input-type=module", "-e", &colibri_peer_script()])
             .env("COLIBRI_PKG", package)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -919,6 +932,14 @@ impl Report {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_colibri_peer_script_holds_no_relative_import() {
+        let script = super::colibri_peer_script();
+        assert!(!script.contains("from './"), "a relative import is left");
+        assert!(script.contains("function mockname(req)"));
+        assert!(!script.contains("export function mockname"));
+    }
+
     use super::one_line;
 
     #[test]
