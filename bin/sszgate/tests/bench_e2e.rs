@@ -104,7 +104,7 @@ fn a_short_run_has_cl_timed_calls_for_every_middle_and_joins_the_middles_records
             "{middle} has no EL-side record"
         );
     }
-    let markdown = std::fs::read_to_string(&md).unwrap();
+    let markdown = common::read_log(&md).unwrap();
     for title in [
         "CL-perceived duration per middle",
         "difference against direct",
@@ -112,6 +112,6 @@ fn a_short_run_has_cl_timed_calls_for_every_middle_and_joins_the_middles_records
     ] {
         assert!(markdown.contains(title), "{title}: {markdown}");
     }
-    let html = std::fs::read_to_string(md.with_extension("html")).unwrap();
+    let html = common::read_log(md.with_extension("html")).unwrap();
     assert!(html.contains("<svg"), "the HTML report has charts");
 }

@@ -45,7 +45,7 @@ fn a_short_study_on_a_real_chain_has_json_above_ssz_and_positive_times_on_every_
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("ssz-chain.json")).unwrap())
+        serde_json::from_str(&common::read_log(out.path().join("ssz-chain.json")).unwrap())
             .unwrap();
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(report["blocks"][0]["blobs"], 6, "{}", report["blocks"]);
@@ -91,6 +91,6 @@ fn a_short_study_on_a_real_chain_has_json_above_ssz_and_positive_times_on_every_
     let bundle = row(rows, "engine_getPayloadV5", "answer", 6).unwrap();
     let ratio = median(bundle, "json_bytes").unwrap() / median(bundle, "ssz_bytes").unwrap();
     assert!((1.9..2.1).contains(&ratio), "{ratio}");
-    let html = std::fs::read_to_string(out.path().join("ssz-chain.html")).unwrap();
+    let html = common::read_log(out.path().join("ssz-chain.html")).unwrap();
     assert!(html.contains("bytes per method and blob count") && html.contains("<svg"));
 }
