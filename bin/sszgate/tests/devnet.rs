@@ -9,6 +9,8 @@
 //! Lodestar v1.38 build (`../shared/tools/lodestar-fulu/build.sh`, `SSZGATE_LODESTAR_FULU`).
 //! Locally a missing one skips with a loud message; under `CI=true` it is a failure.
 
+mod common;
+
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -519,24 +521,16 @@ impl Drop for DownOnDrop<'_> {
     }
 }
 
-/// Text columns of `sql`'s rows in the database `db`.
+/// Text columns of `sql`'s rows in the database `db`, NULL as "NULL".
 fn text_rows(db: &Path, sql: &str) -> Vec<Vec<String>> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn.prepare(sql).unwrap();
-    let n = stmt.column_count();
-    stmt.query_map([], |r| {
-        Ok((0..n)
-            .map(|i| match r.get::<_, rusqlite::types::Value>(i).unwrap() {
-                rusqlite::types::Value::Null => "NULL".to_string(),
-                rusqlite::types::Value::Integer(v) => v.to_string(),
-                rusqlite::types::Value::Text(t) => t,
-                other => format!("{other:?}"),
-            })
-            .collect())
-    })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
+    common::sql_rows(db, sql)
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|c| c.unwrap_or_else(|| "NULL".into()))
+                .collect()
+        })
+        .collect()
 }
 
 /// The first beacon block at `beacon` with at least `blobs` blobs: its slot, blob count and

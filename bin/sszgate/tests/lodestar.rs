@@ -38,26 +38,6 @@ fn el(port: u16) -> std::net::SocketAddr {
     format!("127.0.0.1:{port}").parse().unwrap()
 }
 
-/// Rows of `sql` from a proxy's database, each column as text.
-fn rows(db: &Path, sql: &str) -> Vec<Vec<Option<String>>> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn.prepare(sql).unwrap();
-    let n = stmt.column_count();
-    stmt.query_map([], |r| {
-        Ok((0..n)
-            .map(|i| match r.get::<_, rusqlite::types::Value>(i).unwrap() {
-                rusqlite::types::Value::Null => None,
-                rusqlite::types::Value::Integer(v) => Some(v.to_string()),
-                rusqlite::types::Value::Text(t) => Some(t),
-                other => Some(format!("{other:?}")),
-            })
-            .collect())
-    })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
-}
-
 fn proxy_flags(db: &Path, extra: &[&str]) -> Vec<String> {
     let mut flags = vec!["--store".to_string(), format!("sqlite:{}", db.display())];
     flags.extend(extra.iter().map(|s| s.to_string()));
@@ -210,7 +190,7 @@ fn tail(text: &str, bytes: usize) -> &str {
 
 /// A count of `sql`'s single row.
 fn count(db: &Path, sql: &str) -> u64 {
-    rows(db, sql)[0][0]
+    common::sql_rows(db, sql)[0][0]
         .as_deref()
         .unwrap_or("0")
         .parse()
@@ -271,7 +251,7 @@ fn fulu_lodestar_pair_with_48_blob_blocks_every_bundle_and_get_blobs_answer_veri
         "the {blobs}-blob bundle of {hash} was not recorded as verified"
     );
     for (db, side) in [(&db, "proposer"), (&db2, "follower")] {
-        let imported = rows(
+        let imported = common::sql_rows(
             db,
             "SELECT block_hash, payload_status, verdict FROM calls WHERE method = 'engine_newPayloadV4'",
         );
@@ -290,13 +270,13 @@ fn fulu_lodestar_pair_with_48_blob_blocks_every_bundle_and_get_blobs_answer_veri
                 "{side}: {row:?}"
             );
         }
-        let bad = rows(
+        let bad = common::sql_rows(
             db,
             "SELECT method, status, verdict, verify_check, verify_detail FROM calls WHERE injected IS NULL AND (status != 200 OR verdict = 'failed')",
         );
         assert!(bad.is_empty(), "{side}: {bad:?}");
     }
-    let bundles = rows(
+    let bundles = common::sql_rows(
         &db,
         "SELECT blob_count, verdict FROM calls WHERE method = 'engine_getPayloadV5' AND blob_count > 0",
     );
@@ -306,7 +286,7 @@ fn fulu_lodestar_pair_with_48_blob_blocks_every_bundle_and_get_blobs_answer_veri
     );
     // Lodestar names itself in its getClientVersionV1 call, a few calls in: every call from
     // then on carries its name.
-    let named = rows(&db, "SELECT method, cl_client FROM calls ORDER BY seq");
+    let named = common::sql_rows(&db, "SELECT method, cl_client FROM calls ORDER BY seq");
     let first = named
         .iter()
         .position(|r| r[0].as_deref() == Some("engine_getClientVersionV1"))
@@ -321,7 +301,7 @@ fn fulu_lodestar_pair_with_48_blob_blocks_every_bundle_and_get_blobs_answer_veri
     );
     // The follower's link: the big block's blobs asked of geth2 and all answered, the answer
     // checked against the hashes asked.
-    let fetched = rows(
+    let fetched = common::sql_rows(
         &db2,
         "SELECT blobs_requested, blobs_returned, verdict, verify_check FROM calls WHERE method = 'engine_getBlobsV2'",
     );
@@ -398,7 +378,7 @@ fn lodestar_pair_over_rest_ssz_links_bridged_both_ways_with_48_blob_blocks() {
     // Every block crossed both middle links as REST-SSZ and was VALID on both sides.
     for (dbs, side) in [(&dbs, "proposer"), (&dbs2, "follower")] {
         for (db, transport) in [(&dbs[0], "json-rpc"), (&dbs[1], "rest-ssz")] {
-            let imported = rows(
+            let imported = common::sql_rows(
                 db,
                 "SELECT transport, mode, payload_status, block_hash FROM calls WHERE method = 'engine_newPayloadV4'",
             );
@@ -423,12 +403,12 @@ fn lodestar_pair_over_rest_ssz_links_bridged_both_ways_with_48_blob_blocks() {
     // The big bundle crossed the proposer's middle link whole; the follower fetched its blobs
     // over the REST-SSZ /blobs/v2 resource, every one answered.
     let want = Some(blobs.to_string());
-    let bundle = rows(
+    let bundle = common::sql_rows(
         &dbs[1],
         "SELECT blob_count FROM calls WHERE method = 'engine_getPayloadV5' AND status = 200",
     );
     assert!(bundle.iter().any(|r| r[0] == want), "{bundle:?}");
-    let fetched = rows(
+    let fetched = common::sql_rows(
         &dbs2[1],
         "SELECT transport, blobs_requested, blobs_returned, status FROM calls WHERE method = 'engine_getBlobsV2'",
     );
@@ -493,7 +473,7 @@ fn a_failed_get_payload_is_seen_by_lodestar_and_the_chain_recovers_when_the_rule
         "SELECT count(*) FROM calls WHERE method = 'engine_getPayloadV5' AND injected IS NOT NULL",
     );
     assert!(injected >= 1);
-    let after = rows(
+    let after = common::sql_rows(
         &db,
         "SELECT block_hash FROM calls WHERE method = 'engine_newPayloadV4' AND payload_status = 'VALID' AND block_number > (SELECT max(block_number) FROM calls WHERE method = 'engine_newPayloadV4' AND arrival_unix_us < (SELECT max(arrival_unix_us) FROM calls WHERE injected IS NOT NULL))",
     );

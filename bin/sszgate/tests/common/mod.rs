@@ -353,3 +353,23 @@ pub(crate) fn log_tail(path: &std::path::Path, max: u64) -> String {
     let _ = file.take(max).read_to_end(&mut tail);
     String::from_utf8_lossy(&tail).into_owned()
 }
+
+/// Rows of `sql` from a proxy's database, each column as text.
+pub(crate) fn sql_rows(db: &std::path::Path, sql: &str) -> Vec<Vec<Option<String>>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| {
+        Ok((0..n)
+            .map(|i| match r.get::<_, rusqlite::types::Value>(i).unwrap() {
+                rusqlite::types::Value::Null => None,
+                rusqlite::types::Value::Integer(v) => Some(v.to_string()),
+                rusqlite::types::Value::Text(t) => Some(t),
+                other => Some(format!("{other:?}")),
+            })
+            .collect())
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
