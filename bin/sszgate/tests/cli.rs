@@ -435,6 +435,10 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
                 "not a number: {cell:?} in {report}"
             );
         }
+        // A peer's cut answers are reported; sszgate's middles must cut none.
+        for line in peer.lines().filter(|l| l.starts_with("Failed calls")) {
+            assert!(!line.contains("sszgate snooper"), "{report}");
+        }
     }
     assert!(
         report.contains(

@@ -30,7 +30,7 @@ use crate::{
     harness::{Summary, ms},
     proxy::{
         HttpClient, ProxyChild, cpu_seconds, free_port, interleaved, log_filter, rounds_for,
-        rss_kib, try_call, wait_ready, warm_up,
+        rss_kib, try_call, wait_ready,
     },
 };
 
@@ -378,10 +378,14 @@ async fn measure_cases(
     let mut out = Vec::new();
     for (name, case, n, request) in cases {
         progress(&format!("{name}, {n} blobs"));
-        warm_up(bench.client, &targets, case, request).await;
+        let warm_failed = warm_up_peers(bench.client, &targets, case, request).await;
         let rounds = rounds_for(*n, rounds);
         let before: Vec<f64> = middles.iter().map(|m| cpu_seconds(m.pid())).collect();
-        let (samples, failed) = interleaved(bench.client, &targets, case, request, rounds).await;
+        let (samples, mut failed) =
+            interleaved(bench.client, &targets, case, request, rounds).await;
+        for (total, warm) in failed.iter_mut().zip(warm_failed) {
+            *total += warm;
+        }
         let mut samples = samples.into_iter();
         let direct = Summary {
             name: "direct".into(),
@@ -406,6 +410,25 @@ async fn measure_cases(
         });
     }
     out
+}
+
+/// Three calls to every target before a case's rounds; each target's failed calls. A peer
+/// that cuts an answer here is a result to report, not a reason to stop the bench.
+async fn warm_up_peers(
+    client: &HttpClient,
+    targets: &[String],
+    case: &str,
+    request: &Bytes,
+) -> Vec<usize> {
+    let mut failed = vec![0; targets.len()];
+    for (target, failed) in targets.iter().zip(&mut failed) {
+        for _ in 0..3 {
+            if try_call(client, target, case, request).await != Ok(200) {
+                *failed += 1;
+            }
+        }
+    }
+    failed
 }
 
 /// A middle's result as it starts: its resident memory now, nothing measured yet.
