@@ -12,7 +12,9 @@
 //! lying-prover rows run on the same chain: every row refused or answered with geth's answer —
 //! a log left out by a prover that proves fewer blocks than the range asked, and a whole block
 //! taken out of the range proof, included (eth_getLogs proofs cover every block of the range);
-//! a matching receipt taken out of its block is refused by the block's receipts root.
+//! a matching receipt taken out of its block is refused by the block's receipts root. On the
+//! same chain a local-mode server answers a batch of 100 `eth_getLogs` over its widest range
+//! and a batch of 100 gas-burning `eth_call`s whole, while another client is served.
 
 use std::{
     path::{Path, PathBuf},
@@ -108,6 +110,7 @@ fn the_rpc_campaign_accepts_no_wrong_answer_and_every_target_lives() {
     if live.is_some() {
         check_forged_head(rows, &stdout);
         check_lying_prover(rows, &stdout);
+        check_live_batches(rows, &stdout);
     }
     for group in GROUPS {
         assert!(rows.iter().any(|r| r["group"] == group), "no {group} row");
@@ -155,6 +158,25 @@ fn the_rpc_campaign_accepts_no_wrong_answer_and_every_target_lives() {
         .collect();
     assert!(failed.is_empty(), "{}\n\n{stdout}", failed.join("\n"));
     assert!(output.status.success(), "{stdout}");
+}
+
+/// The expensive batches on the live chain ran: each answered whole (100 answers), another
+/// client served during it.
+fn check_live_batches(rows: &[Value], stdout: &str) {
+    let batches: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["group"] == "clients (live)")
+        .collect();
+    assert_eq!(batches.len(), 2, "the two live batch rows:\n{stdout}");
+    for row in batches {
+        let answered = row["answered"].as_str().unwrap_or_default();
+        assert_eq!(row["verdict"], "answered", "{row}");
+        assert!(answered.starts_with("200 batch of 100 ("), "{row}");
+        assert!(
+            answered.contains("another client's eth_chainId during it: answered in"),
+            "{row}"
+        );
+    }
 }
 
 /// The lying-prover rows ran: each refused or answered with geth's answer (the eth_getLogs

@@ -14,6 +14,7 @@
 //! 512 MiB; a trickling connection the server never cut; a start refused without naming the
 //! field that was lied about.
 
+mod batches;
 pub(crate) mod chain;
 mod clients;
 mod forge;
@@ -26,7 +27,11 @@ mod timing;
 
 pub use chain::LiveTools;
 
-use std::{collections::HashMap, path::PathBuf, time::Instant};
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    time::{Duration, Instant},
+};
 
 use serde::Serialize;
 use sszgate_fixtures::replay::Replay;
@@ -179,7 +184,10 @@ async fn live_rows(options: &Options, dir: &std::path::Path) -> Vec<Row> {
         let lying = prover::ATTACKS
             .iter()
             .map(|attack| Row::not_run(prover::GROUP, attack, why));
-        forged.chain(lying).collect()
+        let batches = batches::ATTACKS
+            .iter()
+            .map(|attack| Row::not_run(batches::GROUP, attack, why));
+        forged.chain(lying).chain(batches).collect()
     };
     let Some(tools) = &options.live else {
         return not_run("no live chain asked for (--live)");
@@ -199,6 +207,7 @@ async fn live_rows(options: &Options, dir: &std::path::Path) -> Vec<Row> {
         Ok(chain) => {
             let mut rows = forged_head::rows(&options.sszgate, dir, &chain).await;
             rows.extend(prover::rows(&options.sszgate, dir, &chain).await);
+            rows.extend(batches::rows(&options.sszgate, dir, &chain).await);
             rows
         }
         Err(e) => {
@@ -304,26 +313,45 @@ async fn client_rows(options: &Options, dir: &std::path::Path) -> (String, Vec<R
 }
 
 async fn client_row(child: &mut RpcChild, attack: ClientAttack, short: bool) -> Row {
+    let addr = child.addr;
+    let run = async move { (attack.run(addr, short).await, Some(Duration::ZERO)) };
+    let mut row = measured_row(child, "clients", attack.name(), run).await;
+    row.failures = judge_client(&row, attack.must_cut(), row.failures.clone());
+    row
+}
+
+/// Runs `attack` against `child` (at most [`ATTACK_LIMIT`]) while its RSS is sampled, then
+/// asks the normal call: the row, its failures holding only "another client went unserved"
+/// when the attack says so (its second value: how long another client waited, `None`: not
+/// served).
+async fn measured_row(
+    child: &mut RpcChild,
+    group: &'static str,
+    name: &str,
+    attack: impl std::future::Future<Output = (Outcome, Option<Duration>)>,
+) -> Row {
     let pid = child.pid();
     let rss_before = rss_kib(pid).1;
     let peak = RssPeak::start(pid, rss_before + RSS_CEILING_KIB);
     let started = Instant::now();
-    let outcome = tokio::time::timeout(ATTACK_LIMIT, attack.run(child.addr, short))
+    let (outcome, other_client) = tokio::time::timeout(ATTACK_LIMIT, attack)
         .await
         .unwrap_or_else(|_| {
-            Outcome::text("?".into(), format!("the attack ran past {ATTACK_LIMIT:?}"))
+            let ran_past = format!("the attack ran past {ATTACK_LIMIT:?}");
+            (Outcome::text("?".into(), ran_past), Some(Duration::ZERO))
         });
     let took = started.elapsed();
     let recovered = server::recovers(child.addr, RECOVERY).await;
-    peak.settle(RSS_QUIET, std::time::Duration::from_secs(10))
-        .await;
-    let killed = peak.killed();
-    let mut row = Row::new(
-        "clients",
-        attack.name().into(),
-        outcome.sent,
-        outcome.answered,
-    );
+    peak.settle(RSS_QUIET, Duration::from_secs(10)).await;
+    let mut row = Row::new(group, name.into(), outcome.sent, outcome.answered);
+    if peak.killed() {
+        row.failures
+            .push("killed by the campaign: RSS past before + 2 GiB".to_string());
+    }
+    if other_client.is_none() {
+        row.failures
+            .push("another client went unserved during the attack".to_string());
+    }
     row.verdict = Verdict::Answered;
     row.rss_before_kib = rss_before;
     row.rss_peak_kib = peak.stop();
@@ -332,7 +360,6 @@ async fn client_row(child: &mut RpcChild, attack: ClientAttack, short: bool) -> 
     row.recovered_ms = recovered.map(|d| d.as_millis() as u64);
     row.took_ms = took.as_millis() as u64;
     row.check = first_check(&row.answered);
-    row.failures = judge_client(&row, attack, killed);
     row
 }
 
@@ -342,11 +369,11 @@ fn first_check(answered: &str) -> Option<String> {
     Some(rest.split(')').next()?.to_string())
 }
 
-fn judge_client(row: &Row, attack: ClientAttack, killed: bool) -> Vec<String> {
-    let mut broken = Vec::new();
-    if killed {
-        broken.push("killed by the campaign: RSS past before + 2 GiB".to_string());
-    } else if row.alive != Some(true) {
+/// The invariants a client row broke: `found` (what the run itself saw), a dead process, no
+/// normal call after, RSS growth, a trickle never cut (when `must_cut`).
+fn judge_client(row: &Row, must_cut: bool, found: Vec<String>) -> Vec<String> {
+    let mut broken = found;
+    if row.alive != Some(true) && !broken.iter().any(|b| b.starts_with("killed")) {
         broken.push("the process died".to_string());
     }
     if row.recovered_ms.is_none() {
@@ -356,7 +383,7 @@ fn judge_client(row: &Row, attack: ClientAttack, killed: bool) -> Vec<String> {
         let grew = (row.rss_peak_kib - row.rss_before_kib) >> 10;
         broken.push(format!("RSS grew {grew} MiB"));
     }
-    if attack.must_cut() && row.answered.split("; ").any(|part| part.ends_with("open")) {
+    if must_cut && row.answered.split("; ").any(|part| part.ends_with("open")) {
         broken.push("a trickling connection was still open when the attacker gave up: no header/body timeout".to_string());
     }
     broken

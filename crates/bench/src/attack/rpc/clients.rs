@@ -24,6 +24,8 @@ const BATCH: usize = 100;
 const HUGE_STRING: usize = 1 << 20;
 /// How deep the nested param goes.
 const NESTING: usize = 100_000;
+/// How long another client may wait for `eth_chainId` while a batch is being answered.
+pub(crate) const OTHER_CLIENT: Duration = Duration::from_secs(1);
 /// Init code that loops until its gas is spent: `JUMPDEST PUSH1 0 JUMP`.
 const GAS_BURNER: &str = "0x5b600056";
 
@@ -141,14 +143,28 @@ fn batch(sent: String, calls: impl Iterator<Item = Value>) -> (String, Vec<u8>) 
 }
 
 fn logs_batch() -> (String, Vec<u8>) {
-    let calls = (0..BATCH).map(|i| {
-        json!({"jsonrpc": "2.0", "id": i, "method": "eth_getLogs",
-            "params": [{"fromBlock": format!("0x{:x}", i * 64), "toBlock": format!("0x{:x}", i * 64 + 63)}]})
-    });
-    batch(format!("{BATCH} eth_getLogs, 64 blocks each"), calls)
+    logs_batch_over(|i| (i as u64 * 64, i as u64 * 64 + 63), "64 blocks each")
 }
 
-fn call_batch() -> (String, Vec<u8>) {
+/// 100 `eth_getLogs` of every log over the widest range the server allows (64 blocks),
+/// ending at block `head`.
+pub(crate) fn logs_batch_to(head: u64) -> (String, Vec<u8>) {
+    let from = head.saturating_sub(63);
+    logs_batch_over(|_| (from, head), &format!("each of blocks {from}..={head}"))
+}
+
+fn logs_batch_over(range: impl Fn(usize) -> (u64, u64), label: &str) -> (String, Vec<u8>) {
+    let calls = (0..BATCH).map(|i| {
+        let (from, to) = range(i);
+        json!({"jsonrpc": "2.0", "id": i, "method": "eth_getLogs",
+            "params": [{"fromBlock": format!("{from:#x}"), "toBlock": format!("{to:#x}")}]})
+    });
+    batch(format!("{BATCH} eth_getLogs, {label}"), calls)
+}
+
+/// 100 `eth_call`s of [`GAS_BURNER`] as init code at `latest`, no gas given (the server's
+/// default and cap apply).
+pub(crate) fn call_batch() -> (String, Vec<u8>) {
     let calls = (0..BATCH).map(|i| {
         json!({"jsonrpc": "2.0", "id": i, "method": "eth_call",
             "params": [{"data": GAS_BURNER}, "latest"]})
@@ -157,6 +173,31 @@ fn call_batch() -> (String, Vec<u8>) {
         format!("{BATCH} eth_call of {GAS_BURNER}, no gas given"),
         calls,
     )
+}
+
+/// Sends `batch` and, a second after it went out, one `eth_chainId` from another client:
+/// the batch's outcome (its answer and how long it took) and how long the other client
+/// waited for its answer, if it got one within [`OTHER_CLIENT`].
+pub(crate) async fn batch_beside_a_client(
+    addr: SocketAddr,
+    (sent, body): (String, Vec<u8>),
+) -> (Outcome, Option<Duration>) {
+    let started = std::time::Instant::now();
+    let batch = tokio::spawn(async move { post(addr, body, CALL_LIMIT).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let other = super::server::recovers(addr, OTHER_CLIENT).await;
+    let reply = batch
+        .await
+        .unwrap_or_else(|e| Err(format!("the batch's task: {e}")));
+    let answered = format!(
+        "{} in {} ms; another client's eth_chainId during it: {}",
+        describe(&reply),
+        started.elapsed().as_millis(),
+        other.map_or(format!("no answer within {OTHER_CLIENT:?}"), |d| {
+            format!("answered in {} ms", d.as_millis())
+        })
+    );
+    (Outcome::text(sent, answered), other)
 }
 
 fn huge_string() -> (String, Vec<u8>) {

@@ -33,7 +33,8 @@ pub(crate) const SHARES: [usize; 4] = [1, 100, 300, 400];
 /// The share from which a forgery is out of any light client's model.
 const CONTROL_FROM: usize = 342;
 /// The chain's id and validator count (the kit's).
-const CHAIN_ID: u64 = 1337;
+/// The live chain's id.
+pub(crate) const CHAIN_ID: u64 = 1337;
 const VALIDATORS: u64 = 8;
 /// How long the chain may take to reach each waypoint.
 const WAIT: Duration = Duration::from_secs(180);

@@ -173,7 +173,14 @@ pub(crate) fn describe(reply: &Result<Reply, String>) -> String {
         other => other.clone(),
     };
     let batch = match &reply.json {
-        Value::Array(items) => format!("batch of {}, first: ", items.len()),
+        Value::Array(items) => {
+            let answered = items.iter().filter(|i| i.get("result").is_some()).count();
+            format!(
+                "batch of {} ({answered} results, {} errors), first: ",
+                items.len(),
+                items.len() - answered
+            )
+        }
         _ => String::new(),
     };
     let what = match (one.get("error"), one.get("result")) {
