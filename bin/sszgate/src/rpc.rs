@@ -158,6 +158,10 @@ pub(crate) struct RpcArgs {
     /// Bytes of upstream answers one request (a whole batch) may cause.
     #[arg(long, env = "SSZGATE_RPC_MAX_UPSTREAM_BYTES", default_value_t = 256 << 20, help_heading = "Limits")]
     max_upstream_bytes: u64,
+    /// How long after a request (a whole batch) arrived its eth_call/eth_estimateGas EVM runs
+    /// may go on; one call stops after 5 s in any case (geth's --rpc.evmtimeout).
+    #[arg(long, env = "SSZGATE_RPC_MAX_EVM_TIME", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Limits")]
+    max_evm_time: Duration,
 }
 
 /// Where the trust comes from.
@@ -286,6 +290,7 @@ fn settings(args: &RpcArgs, spec: &ChainSpec) -> Result<Config> {
     config.budget = sszgate_rpc::BudgetLimits {
         fetches: args.max_upstream_fetches,
         bytes: args.max_upstream_bytes,
+        evm: args.max_evm_time,
     };
     config.blob_schedule = fork_table(args, spec, chain_id)?;
     Ok(config)

@@ -11,11 +11,16 @@
 //! balance must cover the value (geth's `buyGas` check, the fee being zero). `BLOCKHASH` is
 //! not proven, nor `BLOBBASEFEE` without the chain's blob schedule. When no header is proven
 //! ([`BlockContext::unbound`], the proof format's calls), every opcode that reads the block
-//! context makes the call unprovable instead of running it with zeros.
+//! context makes the call unprovable instead of running it with zeros. A run given a deadline
+//! ([`run_until`]) stops at it: a loop that burns 50M gas is not allowed to hold a server's
+//! thread for as long as the interpreter takes.
 //!
 //! Not here: the call object and the EVM configuration (`call`); fetching proofs or code.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    time::Instant,
+};
 
 use alloy_consensus::Header;
 use alloy_eips::eip7840::BlobParams;
@@ -29,7 +34,9 @@ use revm::{
     },
     context_interface::block::BlobExcessGasAndPrice,
     database_interface::DBErrorMarker,
-    interpreter::{Interpreter, interpreter::EthInterpreter, interpreter_types::Jumps},
+    interpreter::{
+        InstructionResult, Interpreter, interpreter::EthInterpreter, interpreter_types::Jumps,
+    },
     primitives::hardfork::SpecId,
     state::AccountInfo,
 };
@@ -190,10 +197,45 @@ struct Guard<'a> {
     context_bound: bool,
     /// The blob base fee follows from a known blob schedule.
     blob_fee_known: bool,
+    /// When the run must stop, if ever.
+    deadline: Option<Instant>,
+    /// Steps since the clock was last read.
+    steps: u32,
+    /// The deadline passed: every frame halts at its next step.
+    timed_out: bool,
+}
+
+/// Steps between two readings of the clock (a reading costs about as much as a few hundred
+/// cheap opcodes).
+const STEPS_PER_CLOCK_READ: u32 = 4096;
+
+impl Guard<'_> {
+    /// Whether the run is past its deadline (the clock read every [`STEPS_PER_CLOCK_READ`]
+    /// steps).
+    fn past_deadline(&mut self) -> bool {
+        if self.timed_out {
+            return true;
+        }
+        let Some(deadline) = self.deadline else {
+            return false;
+        };
+        self.steps += 1;
+        if self.steps >= STEPS_PER_CLOCK_READ {
+            self.steps = 0;
+            self.timed_out = Instant::now() >= deadline;
+        }
+        self.timed_out
+    }
 }
 
 impl<CTX> Inspector<CTX, EthInterpreter> for Guard<'_> {
     fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
+        if self.past_deadline() {
+            // An ordinary halt (revm treats a fatal one as a bug and panics); the run's
+            // result is replaced by `Run::TimedOut` anyway.
+            interp.halt(InstructionResult::OutOfGas);
+            return;
+        }
         if self.unprovable.is_some() {
             return;
         }
@@ -298,6 +340,8 @@ pub enum Run {
     Invalid(Invalid),
     /// The EVM could not run the call for another reason (its message).
     Failed(String),
+    /// Stopped at its deadline, unfinished.
+    TimedOut,
 }
 
 /// Why a call is not a valid transaction; it did not run.
@@ -355,8 +399,19 @@ fn check_value(state: &ProvenState, call: &CallRequest) -> Option<Run> {
     })
 }
 
-/// Runs `call` in `block` on chain `chain_id` over what `state` proves.
+/// Runs `call` in `block` on chain `chain_id` over what `state` proves, for as long as it takes.
 pub fn run(state: &ProvenState, block: &BlockContext, chain_id: u64, call: &CallRequest) -> Run {
+    run_until(state, block, chain_id, call, None)
+}
+
+/// [`run`], stopped with [`Run::TimedOut`] once `deadline` (if any) has passed.
+pub fn run_until(
+    state: &ProvenState,
+    block: &BlockContext,
+    chain_id: u64,
+    call: &CallRequest,
+    deadline: Option<Instant>,
+) -> Run {
     if let Some(refused) = check_value(state, call) {
         return refused;
     }
@@ -367,6 +422,9 @@ pub fn run(state: &ProvenState, block: &BlockContext, chain_id: u64, call: &Call
         unprovable: None,
         context_bound: block.env.is_some(),
         blob_fee_known: block.blob_fee_known,
+        deadline,
+        steps: 0,
+        timed_out: false,
     };
     let env = block.env.clone().unwrap_or_else(|| BlockEnv {
         gas_limit: call_gas(call),
@@ -386,6 +444,9 @@ pub fn run(state: &ProvenState, block: &BlockContext, chain_id: u64, call: &Call
     };
     for address in &guard.touched {
         needs.note(|| format!("the call reads the unproven account {address}"));
+    }
+    if guard.timed_out {
+        return Run::TimedOut;
     }
     needs.touched.extend(guard.touched);
     if needs.unprovable.is_none() {
@@ -571,6 +632,26 @@ mod tests {
         // geth's default: the 50M RPC gas cap, less the intrinsic 21000 and GAS's 2.
         let left = U256::from_be_slice(output.data());
         assert_eq!(left, U256::from(RPC_GAS_CAP - 21_000 - 2));
+    }
+
+    #[test]
+    fn a_gas_burning_loop_stops_at_its_deadline_and_runs_out_of_gas_without_one() {
+        // JUMPDEST PUSH1 0 JUMP: loops until its gas is spent.
+        let (state, header, mut call) = state_with(&[0x5b, 0x60, 0x00, 0x56]);
+        let block = BlockContext::of_header(&header, &ForkSchedule::default());
+        let past = Instant::now();
+        assert!(matches!(
+            run_until(&state, &block, 1, &call, Some(past)),
+            Run::TimedOut
+        ));
+        call.gas = Some(1_000_000);
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let Run::Done(done @ ExecutionResult::Halt { .. }) =
+            run_until(&state, &block, 1, &call, Some(far))
+        else {
+            panic!("the loop did not run out of gas");
+        };
+        assert_eq!(done.tx_gas_used(), 1_000_000);
     }
 
     #[test]

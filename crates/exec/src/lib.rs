@@ -25,7 +25,7 @@ pub use call::{
 };
 #[cfg(feature = "evm")]
 pub use evm::{
-    Attempt, BlockContext, Invalid, Needs, ProvenAccount, ProvenState, Run, run, spec_of,
+    Attempt, BlockContext, Invalid, Needs, ProvenAccount, ProvenState, Run, run, run_until, spec_of,
 };
 pub use forks::{BpoForks, ForkSchedule, parse_bpo};
 pub use parallel::map_on_cores;

@@ -115,6 +115,8 @@ fn run(
             invalid.why
         ))),
         Run::Failed(why) => Err(ProofError::Params(why)),
+        // No deadline is given here: the proof's call is the client's own.
+        Run::TimedOut => Err(ProofError::Params("the call ran past its deadline".into())),
     }
 }
 

@@ -10,8 +10,10 @@ mod estimate;
 pub use estimate::estimate_cap;
 pub(crate) use estimate::{Runs, estimate, plain_transfer};
 pub use sszgate_exec::call::{CallRequest, OSAKA_TX_GAS_CAP, RPC_GAS_CAP};
+#[cfg(test)]
+pub(crate) use sszgate_exec::evm::run;
 pub(crate) use sszgate_exec::evm::{
-    Attempt, BlockContext, ProvenAccount, ProvenState, Run, run, spec_of,
+    Attempt, BlockContext, ProvenAccount, ProvenState, Run, run_until, spec_of,
 };
 
 use alloy_primitives::Bytes;

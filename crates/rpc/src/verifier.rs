@@ -78,6 +78,10 @@ impl Default for Limits {
 /// The most runs of one `eth_call` (each after proving what the previous one missed).
 const MAX_CALL_ROUNDS: usize = 8;
 
+/// How long the EVM may run for one `eth_call` or `eth_estimateGas` request, all its runs
+/// together: geth's default `--rpc.evmtimeout`, and its error when it passes.
+const EVM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The most verified blocks kept for reuse.
 const CACHED_BLOCKS: usize = 32;
 
@@ -593,6 +597,7 @@ impl<A: AnchorSource> Verifier<A> {
             number,
             state,
             codes,
+            deadline: EvmDeadline::now(),
         };
         for (address, keys) in wanted {
             self.prove_account(&mut run, address, keys).await?;
@@ -605,10 +610,13 @@ impl<A: AnchorSource> Verifier<A> {
     async fn run_proven(&self, run: &mut CallRun, call: &CallRequest) -> Result<Attempt, RpcError> {
         for _ in 0..MAX_CALL_ROUNDS {
             let block = BlockContext::of_header(&run.header, &self.blobs);
-            let mut needs = match crate::call::run(&run.state, &block, self.chain_id, call) {
+            let deadline = Some(run.deadline.at);
+            let ran = crate::call::run_until(&run.state, &block, self.chain_id, call, deadline);
+            let mut needs = match ran {
                 Run::Done(result) => return Ok(Ok(result)),
                 Run::Invalid(invalid) => return Ok(Err(invalid)),
                 Run::Failed(why) => return Err(RpcError::Unprovable(why)),
+                Run::TimedOut => return Err(RpcError::Halted(run.deadline.why())),
                 Run::Needs(needs) => needs,
             };
             if let Some(why) = needs.unprovable {
@@ -842,6 +850,45 @@ struct CallRun {
     state: ProvenState,
     /// Code the upstream hinted at, used only when it hashes to a proven code hash.
     codes: HashMap<Address, Bytes>,
+    /// When the EVM must stop.
+    deadline: EvmDeadline,
+}
+
+/// When a call's EVM runs must stop: [`EVM_TIMEOUT`] after its setup, or earlier when the
+/// request's budget (a batch shares one) says so.
+#[derive(Debug, Clone, Copy)]
+struct EvmDeadline {
+    at: std::time::Instant,
+    /// The request's budget is the nearer bound: its limit.
+    budget: Option<std::time::Duration>,
+}
+
+impl EvmDeadline {
+    /// The deadline of a call set up now, in the current request's budget if any.
+    fn now() -> EvmDeadline {
+        let own = std::time::Instant::now() + EVM_TIMEOUT;
+        match sszgate_serve::Budget::current() {
+            Some(budget) if budget.evm_deadline() < own => EvmDeadline {
+                at: budget.evm_deadline(),
+                budget: Some(budget.evm_limit()),
+            },
+            _ => EvmDeadline {
+                at: own,
+                budget: None,
+            },
+        }
+    }
+
+    /// The error of a run stopped at it: geth's for one call's timeout.
+    fn why(&self) -> String {
+        match self.budget {
+            None => format!("execution aborted (timeout = {}s)", EVM_TIMEOUT.as_secs()),
+            Some(limit) => format!(
+                "execution aborted: the request's EVM time of {}s is spent: narrow the request or split the batch",
+                limit.as_secs()
+            ),
+        }
+    }
 }
 
 /// The runs of an `eth_estimateGas` call: each at its gas limit over proven state.
@@ -861,4 +908,46 @@ impl<A: AnchorSource> crate::call::Runs for EstimateRuns<'_, A> {
 /// The JSON-RPC answer of a call run over proven state.
 fn call_result(result: ExecutionResult) -> Result<Value, RpcError> {
     crate::call::call_output(result).map(|output| json!(output))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use sszgate_serve::{Budget, BudgetLimits};
+
+    use super::{EVM_TIMEOUT, EvmDeadline};
+
+    #[test]
+    fn a_call_outside_a_request_gets_geths_timeout() {
+        let before = Instant::now();
+        let deadline = EvmDeadline::now();
+        assert!(deadline.at >= before + EVM_TIMEOUT);
+        assert_eq!(deadline.why(), "execution aborted (timeout = 5s)");
+    }
+
+    #[tokio::test]
+    async fn a_requests_evm_budget_bounds_its_calls_when_it_is_nearer() {
+        let budget = Budget::new(BudgetLimits {
+            evm: Duration::from_secs(1),
+            ..BudgetLimits::default()
+        });
+        let ends = budget.evm_deadline();
+        let deadline = budget.scope(async { EvmDeadline::now() }).await;
+        assert_eq!(deadline.at, ends);
+        assert!(
+            deadline
+                .why()
+                .contains("the request's EVM time of 1s is spent")
+        );
+        // A budget further away than one call's timeout leaves the call's own.
+        let roomy = Budget::new(BudgetLimits {
+            evm: Duration::from_secs(60),
+            ..BudgetLimits::default()
+        });
+        let far = roomy.evm_deadline();
+        let deadline = roomy.scope(async { EvmDeadline::now() }).await;
+        assert!(deadline.at < far);
+        assert_eq!(deadline.why(), "execution aborted (timeout = 5s)");
+    }
 }

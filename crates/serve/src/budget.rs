@@ -2,7 +2,9 @@
 //! one client request may cause. One [`Budget`] is made per request (a batch shares one) and
 //! every fetch asks it first ([`Budget::spend_fetch`]) and accounts its answer's bytes after
 //! ([`Budget::spend_bytes`]); a request whose budget is spent is refused with an error that
-//! names the budget and its numbers ([`BudgetSpent`]).
+//! names the budget and its numbers ([`BudgetSpent`]). The request's EVM runs (`eth_call`,
+//! `eth_estimateGas`) stop [`BudgetLimits::evm`] after it arrived ([`Budget::evm_deadline`]):
+//! a batch of gas-burning calls is answered in bounded time, its late calls refused.
 //!
 //! The budget is cloneable (its counters are shared atomics), so that every layer a request
 //! goes through — the execution client here, the beacon client later — spends from the same
@@ -11,9 +13,12 @@
 //!
 //! Not here: the fetching (the upstream clients), the error's JSON-RPC shape.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
 };
 
 /// The bounds of one request's upstream budget.
@@ -23,15 +28,19 @@ pub struct BudgetLimits {
     pub fetches: u64,
     /// Bytes of upstream answers.
     pub bytes: u64,
+    /// How long after the request arrived its EVM runs may go on, all its calls together.
+    pub evm: Duration,
 }
 
 impl Default for BudgetLimits {
     /// 1024 fetches and 256 MiB: the widest request the default bounds allow (a 64-block
     /// `eth_getLogs`, a batch of ordinary calls) fits; a batch of 100 of those does not.
+    /// EVM runs: 10 s, twice geth's 5 s for one call.
     fn default() -> BudgetLimits {
         BudgetLimits {
             fetches: 1024,
             bytes: 256 << 20,
+            evm: Duration::from_secs(10),
         }
     }
 }
@@ -47,6 +56,7 @@ struct Counters {
     limits: BudgetLimits,
     fetches: AtomicU64,
     bytes: AtomicU64,
+    arrived: Instant,
 }
 
 /// A budget found spent: which one, its bound, and what was asked of it.
@@ -75,6 +85,7 @@ impl Budget {
                 limits,
                 fetches: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
+                arrived: Instant::now(),
             }),
         }
     }
@@ -116,6 +127,16 @@ impl Budget {
         Ok(())
     }
 
+    /// When the request's EVM runs must have stopped.
+    pub fn evm_deadline(&self) -> Instant {
+        self.inner.arrived + self.inner.limits.evm
+    }
+
+    /// The bound behind [`Budget::evm_deadline`].
+    pub fn evm_limit(&self) -> Duration {
+        self.inner.limits.evm
+    }
+
     /// Bytes left to read: an answer's read can be bounded by it.
     pub fn bytes_left(&self) -> u64 {
         let c = &self.inner;
@@ -149,6 +170,7 @@ mod tests {
         let budget = Budget::new(BudgetLimits {
             fetches: 2,
             bytes: 100,
+            evm: Duration::from_secs(1),
         });
         let shared = budget.clone();
         assert!(budget.spend_fetch().is_ok());
@@ -174,6 +196,7 @@ mod tests {
         let budget = Budget::new(BudgetLimits {
             fetches: 10,
             bytes: 100,
+            evm: Duration::from_secs(1),
         });
         assert!(budget.spend_bytes(60).is_ok());
         assert_eq!(budget.bytes_left(), 40);
@@ -182,12 +205,30 @@ mod tests {
         assert_eq!(budget.spend_fetch().unwrap_err().what, "bytes");
     }
 
+    #[test]
+    fn the_evm_deadline_is_the_bound_after_the_request_arrived() {
+        let before = Instant::now();
+        let budget = Budget::new(BudgetLimits {
+            evm: Duration::from_secs(7),
+            ..BudgetLimits::default()
+        });
+        let deadline = budget.evm_deadline();
+        assert!(deadline >= before + Duration::from_secs(7));
+        assert!(deadline <= Instant::now() + Duration::from_secs(7));
+        assert_eq!(
+            budget.clone().evm_deadline(),
+            deadline,
+            "one for the request"
+        );
+    }
+
     #[tokio::test]
     async fn the_current_budget_is_the_scopes() {
         assert!(Budget::current().is_none());
         let budget = Budget::new(BudgetLimits {
             fetches: 1,
             bytes: 1,
+            evm: Duration::from_secs(1),
         });
         let used = budget.clone().scope(async {
             Budget::current().unwrap().spend_fetch().unwrap();

@@ -206,6 +206,7 @@ mod tests {
                 Run::Done(result) => return Ok(Ok(result)),
                 Run::Invalid(invalid) => return Ok(Err(invalid)),
                 Run::Failed(why) => return Err(RpcError::Unprovable(why)),
+                Run::TimedOut => unreachable!("no deadline is given"),
                 Run::Needs(needs) => {
                     let wanted = needs.touched.iter().chain(needs.slots.keys());
                     for address in wanted.copied().collect::<Vec<_>>() {

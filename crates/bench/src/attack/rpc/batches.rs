@@ -9,6 +9,9 @@
 
 use std::path::Path;
 
+use alloy_primitives::{Address, Bytes};
+use sszgate_drive::Senders;
+
 use super::{
     Row,
     chain::LiveChain,
@@ -36,7 +39,14 @@ pub(crate) async fn rows(sszgate: &Path, dir: &Path, chain: &LiveChain) -> Vec<R
         Err(e) => return not_run(&e),
     };
     let mut rows = Vec::new();
-    let bodies = [clients::logs_batch_to(head), clients::call_batch()];
+    let burner = match deploy_burner(chain).await {
+        Ok(burner) => burner,
+        Err(e) => return not_run(&format!("the gas burner was not deployed: {e}")),
+    };
+    let bodies = [
+        clients::logs_batch_to(head),
+        clients::call_batch(Some(burner)),
+    ];
     for (attack, body) in ATTACKS.iter().zip(bodies) {
         eprintln!("sszgate bench attack --target rpc: {GROUP}: {attack}");
         let addr = child.addr;
@@ -47,6 +57,21 @@ pub(crate) async fn rows(sszgate: &Path, dir: &Path, chain: &LiveChain) -> Vec<R
     }
     rows
 }
+
+/// Deploys [`clients::GAS_BURNER`] from the dev account; its address, once mined.
+async fn deploy_burner(chain: &LiveChain) -> Result<Address, String> {
+    let sender = Senders::dev().addresses().0;
+    let pending = serde_json::json!([sender, "pending"]);
+    let nonce = chain.quantity("eth_getTransactionCount", pending).await?;
+    super::prover::send_mined(chain, nonce, None, Bytes::from_static(BURNER_INIT)).await?;
+    Ok(sender.create(nonce))
+}
+
+/// Init code returning [`clients::GAS_BURNER`] as the contract's code:
+/// `PUSH4 <burner> PUSH1 0 MSTORE PUSH1 4 PUSH1 28 RETURN`.
+const BURNER_INIT: &[u8] = &[
+    0x63, 0x5b, 0x60, 0x00, 0x56, 0x60, 0x00, 0x52, 0x60, 0x04, 0x60, 0x1c, 0xf3,
+];
 
 /// Both rows not run, each failed with `why`.
 fn not_run(why: &str) -> Vec<Row> {

@@ -374,20 +374,7 @@ async fn scene(chain: &LiveChain) -> Result<Scene, String> {
     let word = |w: u64| Bytes::from(U256::from(w).to_be_bytes::<32>().to_vec());
     let logger = sender.create(nonce);
     let chain_id_contract = sender.create(nonce + 1);
-    let send = |n: u64, to: Option<Address>, input: Bytes| {
-        let tx = senders.sign(Call {
-            chain_id: CHAIN_ID,
-            nonce: n,
-            to,
-            value: U256::ZERO,
-            input,
-            gas_limit: 200_000,
-        });
-        async move {
-            chain.eth("eth_sendRawTransaction", json!([tx.raw])).await?;
-            mined(chain, tx.hash).await
-        }
-    };
+    let send = |n: u64, to: Option<Address>, input: Bytes| send_mined(chain, n, to, input);
     send(nonce, None, code(LOGGER)).await?;
     send(nonce + 1, None, code(CHAIN_ID_CONTRACT)).await?;
     let mut logs = Err("no log pair sent".to_string());
@@ -421,6 +408,26 @@ async fn scene(chain: &LiveChain) -> Result<Scene, String> {
         older: older_number,
         logs,
     })
+}
+
+/// Sends the dev account's transaction `nonce` (to `to`, or creating a contract, with
+/// `input`) and waits until it is mined: its block (number, hash).
+pub(super) async fn send_mined(
+    chain: &LiveChain,
+    nonce: u64,
+    to: Option<Address>,
+    input: Bytes,
+) -> Result<(u64, B256), String> {
+    let tx = Senders::dev().sign(Call {
+        chain_id: CHAIN_ID,
+        nonce,
+        to,
+        value: U256::ZERO,
+        input,
+        gas_limit: 200_000,
+    });
+    chain.eth("eth_sendRawTransaction", json!([tx.raw])).await?;
+    mined(chain, tx.hash).await
 }
 
 /// Whether execution block `number`'s beacon block is signed by [`PARTICIPATION`] seats in
