@@ -744,6 +744,21 @@ fn the_verified_answers_are_geths(
     let mut calls = calls_on(hashes, contract, block, head);
     calls.push(("eth_getBlockReceipts", json!([at])));
     let mut differences = answers_equal_geths(url, geth, calls, local_difference);
+    // The execution genesis is in no beacon block (the beacon genesis block's payload is
+    // empty): anchored through block 1's parent hash it is geth's block, checked by hash;
+    // found by number alone it is refused as not anchored — never built from the zeros.
+    let genesis = eth(url, "eth_getBlockByNumber", json!(["0x0", false]));
+    match genesis["error"]["message"].as_str() {
+        Some(refused) => assert!(
+            refused.contains("carries no execution payload"),
+            "{genesis}"
+        ),
+        None => {
+            let direct = eth(geth, "eth_getBlockByNumber", json!(["0x0", false]));
+            differences
+                .extend(local_difference(&genesis, &direct).map(|d| format!("block 0: {d}")));
+        }
+    }
     // What the transactions did, in the verified answers themselves.
     differences.extend(stored_word_is(url, contract, &tag, 0x2a));
     let balance = eth(url, "eth_getBalance", json!([RECIPIENT, tag]));

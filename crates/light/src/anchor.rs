@@ -111,6 +111,16 @@ pub fn anchor_block(verified: &VerifiedHeader, block: &BlockSummary) -> Result<A
             expected: verified.root,
         });
     }
+    if block.execution_hash.is_zero() {
+        // The beacon genesis block (and a pre-merge one) has an empty payload: its number 0
+        // and hash zero are no execution block's.
+        return Err(LightError::NotConnected {
+            detail: format!(
+                "the beacon block at slot {} carries no execution payload (a genesis or pre-merge block): it anchors no execution block",
+                block.header.slot
+            ),
+        });
+    }
     Ok(Anchor {
         slot: block.header.slot,
         beacon_root: block.root,
@@ -127,6 +137,57 @@ impl VerifiedHeader {
             header: header.beacon,
             root: header.beacon.root(),
             trust,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ssz::Decode;
+    use ssz_types::{BitVector, typenum::U512};
+
+    use super::*;
+    use crate::types::SyncAggregate;
+
+    fn summary(slot: u64, execution_hash: B256) -> BlockSummary {
+        let header = BeaconBlockHeader {
+            slot,
+            proposer_index: 0,
+            parent_root: B256::ZERO,
+            state_root: B256::repeat_byte(1),
+            body_root: B256::repeat_byte(2),
+        };
+        BlockSummary {
+            header,
+            root: header.root(),
+            sync_aggregate: SyncAggregate {
+                sync_committee_bits: BitVector::<U512>::from_ssz_bytes(&[0; 64]).unwrap(),
+                sync_committee_signature: Default::default(),
+            },
+            execution_number: 0,
+            execution_hash,
+        }
+    }
+
+    #[test]
+    fn a_beacon_block_with_an_empty_payload_anchors_no_execution_block() {
+        let genesis = summary(0, B256::ZERO);
+        let e = anchor_block(&verified_of(&genesis), &genesis).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("slot 0 carries no execution payload"),
+            "{e}"
+        );
+        let merged = summary(0, B256::repeat_byte(7));
+        let anchor = anchor_block(&verified_of(&merged), &merged).unwrap();
+        assert_eq!((anchor.number, anchor.hash), (0, B256::repeat_byte(7)));
+    }
+
+    fn verified_of(block: &BlockSummary) -> VerifiedHeader {
+        VerifiedHeader {
+            header: block.header,
+            root: block.root,
+            trust: Trust::Finalized,
         }
     }
 }

@@ -147,6 +147,7 @@ async fn beacon_fetches_spend_the_requests_budget() {
         Budget::new(BudgetLimits {
             fetches,
             bytes: 64 << 20,
+            ..BudgetLimits::default()
         })
     };
     let err = budget(1)

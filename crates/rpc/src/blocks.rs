@@ -189,8 +189,9 @@ impl BeaconBlocks {
         })
     }
 
-    /// The block of `anchor` from its beacon block (`/eth/v2/beacon/blocks/{root}`).
-    pub(crate) async fn block(&self, anchor: &Anchor) -> Result<VerifiedBlock, RpcError> {
+    /// The block of `anchor` from its beacon block (`/eth/v2/beacon/blocks/{root}`); `None`
+    /// when that beacon block carries no execution payload (see [`from_beacon_ssz`]).
+    pub(crate) async fn block(&self, anchor: &Anchor) -> Result<Option<VerifiedBlock>, RpcError> {
         let path = format!("/eth/v2/beacon/blocks/{}", anchor.beacon_root);
         let bytes = self
             .api
@@ -220,12 +221,15 @@ fn beacon_error(path: &str, e: LightError) -> RpcError {
 /// sszgate-light (`AnyBlock::from_ssz`: the fork by the block's slot under `spec`): its
 /// execution payload rebuilt into a header (the block's parent root as the parent beacon block
 /// root, an Electra/Fulu body's execution requests as the requests hash) whose hash must be the
-/// anchored hash, and the block's recomputed root must be the anchor's beacon root.
+/// anchored hash, and the block's recomputed root must be the anchor's beacon root. `None`
+/// when the beacon block's payload is empty (a zero block hash): a chain's beacon genesis
+/// block carries none, so the execution genesis, anchored through its child's parent hash
+/// and parent beacon block root, is not in it and must come from the EL (checked by hash).
 pub(crate) fn from_beacon_ssz(
     spec: &ChainSpec,
     bytes: &[u8],
     anchor: &Anchor,
-) -> Result<VerifiedBlock, RpcError> {
+) -> Result<Option<VerifiedBlock>, RpcError> {
     let bad = |detail: String| {
         RpcError::Upstream(UpstreamError::Malformed {
             what: format!("beacon block {}", anchor.beacon_root),
@@ -236,6 +240,9 @@ pub(crate) fn from_beacon_ssz(
     let root = block.summary().root;
     let parent_root = block.parent_root();
     let (payload, requests) = into_payload(block);
+    if payload.payload_inner.payload_inner.block_hash.is_zero() {
+        return Ok(None);
+    }
     let raw = payload
         .into_block_raw()
         .map_err(|e| bad(format!("execution payload: {e}")))?;
@@ -245,12 +252,12 @@ pub(crate) fn from_beacon_ssz(
     check_hash(&header, anchor, "execution_payload")?;
     check_beacon_root(root, anchor)?;
     let txs = decode_txs(&raw.body.transactions, "execution_payload.transactions")?;
-    Ok(VerifiedBlock {
+    Ok(Some(VerifiedBlock {
         anchor: *anchor,
         header,
         txs: Some(txs),
         withdrawals: raw.body.withdrawals,
-    })
+    }))
 }
 
 /// Checks that the beacon block served is the anchor's: its recomputed root is the root the

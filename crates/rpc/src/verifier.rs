@@ -337,8 +337,7 @@ impl<A: AnchorSource> Verifier<A> {
         if anchor.beacon_root.is_zero() {
             return Ok(None);
         }
-        let block = beacon.block(anchor).await?;
-        Ok(Some(self.keep(block)))
+        Ok(beacon.block(anchor).await?.map(|block| self.keep(block)))
     }
 
     /// The block of `anchor` with its transactions: from the beacon block's execution payload
@@ -583,6 +582,12 @@ impl<A: AnchorSource> Verifier<A> {
             )));
         }
         let call = CallRequest::parse(params::opt(p, 0), self.chain_id)?;
+        // A request whose EVM time is spent asks nothing upstream (the hints below make the
+        // execution RPC run the call too).
+        let deadline = EvmDeadline::now();
+        if deadline.at <= std::time::Instant::now() {
+            return Err(RpcError::Halted(deadline.why()));
+        }
         let anchor = self.resolve(params::block_ref(p, 1)?).await?;
         let header = self.header(&anchor).await?;
         let number = hex(anchor.number);
@@ -597,7 +602,7 @@ impl<A: AnchorSource> Verifier<A> {
             number,
             state,
             codes,
-            deadline: EvmDeadline::now(),
+            deadline,
         };
         for (address, keys) in wanted {
             self.prove_account(&mut run, address, keys).await?;

@@ -148,8 +148,8 @@ fn logs_batch() -> (String, Vec<u8>) {
 }
 
 /// 100 `eth_getLogs` of every log over the widest range the server allows (64 blocks),
-/// ending at block `head` and starting after the genesis block (refused on the live devnet
-/// with `block_hash`: see `docs/reliability.md` § 6b).
+/// ending at block `head` and starting after the execution genesis (which no beacon block
+/// carries, so it is refused).
 pub(crate) fn logs_batch_to(head: u64) -> (String, Vec<u8>) {
     let from = head.saturating_sub(63).max(1);
     logs_batch_over(|_| (from, head), &format!("each of blocks {from}..={head}"))
