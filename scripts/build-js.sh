@@ -6,16 +6,29 @@
 # Needs clang and llvm-ar (blst's C is compiled for wasm32). The last line of output is the
 # package's directory.
 #
-# usage: scripts/build-js.sh [--no-evm | --receipts-only] [OUT_DIR]
+# usage: scripts/build-js.sh [--no-evm | --receipts-only] [--names] [OUT_DIR]
 #   (default OUT_DIR target/js/sszgate-verifier)
 #   --no-evm: without eth_call's EVM (revm): eth_call is refused, the WASM is ~40 % smaller.
 #   --receipts-only: eth_getTransactionReceipt alone; every other method is refused.
+#   --names: keep the function names (profile `wasm` unstripped, wasm-opt -g) for
+#     `scripts/wasm_breakdown.py`; the module is larger by its name section only.
 set -euo pipefail
 FEATURES=()
-case "${1:-}" in
-  --no-evm) FEATURES=(--no-default-features --features blocks,transactions,logs,accounts); shift ;;
-  --receipts-only) FEATURES=(--no-default-features); shift ;;
-esac
+PROFILE=(--profile wasm)
+PROFILE_DIR=wasm
+KEEP_NAMES=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-evm) FEATURES=(--no-default-features --features blocks,transactions,logs,accounts) ;;
+    --receipts-only) FEATURES=(--no-default-features) ;;
+    --names)
+      PROFILE=(--profile wasm-names --config 'profile.wasm-names.inherits="wasm"' --config 'profile.wasm-names.strip=false')
+      PROFILE_DIR=wasm-names
+      KEEP_NAMES=(-g --strip-dwarf) ;;
+    *) break ;;
+  esac
+  shift
+done
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 OUT="${1:-$ROOT/target/js/sszgate-verifier}"
@@ -38,15 +51,15 @@ fi
 
 echo "build-js: compiling the verifier for wasm32" >&2
 CC_wasm32_unknown_unknown=clang AR_wasm32_unknown_unknown=llvm-ar \
-  cargo build -p sszgate-verifier-wasm "${FEATURES[@]}" --target wasm32-unknown-unknown --profile wasm >&2
-WASM="$ROOT/target/wasm32-unknown-unknown/wasm/sszgate_verifier_wasm.wasm"
+  cargo build -p sszgate-verifier-wasm "${FEATURES[@]}" --target wasm32-unknown-unknown "${PROFILE[@]}" >&2
+WASM="$ROOT/target/wasm32-unknown-unknown/$PROFILE_DIR/sszgate_verifier_wasm.wasm"
 
 rm -rf "$OUT"
 mkdir -p "$OUT/wasm"
 cp js/package.json js/index.js js/index.d.ts js/README.md "$OUT/"
 wasm-bindgen --target web --out-dir "$OUT/wasm" --out-name sszgate_verifier_wasm "$WASM"
 BG="$OUT/wasm/sszgate_verifier_wasm_bg.wasm"
-"$TOOLS/node_modules/.bin/wasm-opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+"$TOOLS/node_modules/.bin/wasm-opt" -Oz "${KEEP_NAMES[@]}" --enable-bulk-memory --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-mutable-globals "$BG" -o "$BG.opt"
 mv "$BG.opt" "$BG"
 echo "build-js: $(wc -c < "$BG") bytes of WASM ($(gzip -9 -c "$BG" | wc -c) gzipped), $(cat "$OUT"/index.js "$OUT"/wasm/*.js | wc -c) bytes of JS" >&2

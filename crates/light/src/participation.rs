@@ -52,6 +52,7 @@ impl ParticipationPolicy {
             });
         }
         let policy = ParticipationPolicy { min_participants };
+        #[cfg(feature = "log")]
         if policy.is_lowered() {
             tracing::warn!(
                 min_participants,

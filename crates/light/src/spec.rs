@@ -423,6 +423,7 @@ fn check_mainnet_preset(spec: &Value) -> Result<(), LightError> {
     // A pre-release Electra (e.g. Lodestar v1.22: 1) hashes its blocks' execution requests
     // with another list limit than the final spec's 2: such blocks cannot be bound to their
     // roots here, so only light-client headers anchor execution blocks on that chain.
+    #[cfg(feature = "log")]
     if let Some(limit) = config_u64(spec, "MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD")
         && limit != 2
     {

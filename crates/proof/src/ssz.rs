@@ -93,10 +93,13 @@ macro_rules! container {
 }
 
 /// A union: an enum whose variants are the options in selector order (`None` for an option
-/// without a value). Decoding refuses a selector with no option and names the union.
+/// without a value). Decoding refuses a selector with no option and names the union. An
+/// option marked `if "feature"` is decoded only when this crate's cargo feature of that name
+/// is on; without it the option is refused by name and its decoder is not linked (the
+/// embedded verifiers leave out the method families they do not answer).
 macro_rules! union {
     ($(#[$m:meta])* pub enum $name:ident {
-        $($(#[$vm:meta])* $v:ident $(($t:ty))? = $sel:literal),+ $(,)?
+        $($(#[$vm:meta])* $v:ident $(($t:ty))? = $sel:literal $(if $feature:literal)?),+ $(,)?
     }) => {
         $(#[$m])*
         #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +136,15 @@ macro_rules! union {
                     ssz::DecodeError::BytesInvalid(format!("{name}: no selector byte"))
                 })?;
                 match *selector {
-                    $($sel => union!(@decode name $name $v body $($t)?),)+
+                    $(
+                        $(#[cfg(feature = $feature)])?
+                        $sel => union!(@decode name $name $v body $($t)?),
+                        $(#[cfg(not(feature = $feature))]
+                        $sel => Err(ssz::DecodeError::BytesInvalid(format!(
+                            "{name}.{}: option {} is not built into this verifier (cargo feature `{}`)",
+                            stringify!($v), $sel, $feature
+                        ))),)?
+                    )+
                     s => Err(ssz::DecodeError::BytesInvalid(format!(
                         "{name}: selector {s} has no option (options: {})",
                         [$($sel.to_string()),+].join(", ")

@@ -72,27 +72,27 @@ union! {
         /// No proof (local methods).
         None = 0,
         /// Account methods.
-        Account(Box<AccountProof>) = 1,
+        Account(Box<AccountProof>) = 1 if "accounts",
         /// eth_getTransactionBy*.
-        Transaction(Box<TransactionProof>) = 2,
+        Transaction(Box<TransactionProof>) = 2 if "transactions",
         /// eth_getTransactionReceipt.
         Receipt(Box<ReceiptProof>) = 3,
         /// eth_getLogs.
-        Logs(VariableList<LogsBlock, N256>) = 4,
+        Logs(VariableList<LogsBlock, N256>) = 4 if "logs",
         /// eth_call.
-        Call(Box<CallProof>) = 5,
-        /// Input of colibri's zk sync circuit (decoded, not verified here).
-        Sync(Box<SyncProof>) = 6,
+        Call(Box<CallProof>) = 5 if "call",
+        /// Input of colibri's zk sync circuit (decoded by the server only, never verified).
+        Sync(Box<SyncProof>) = 6 if "net",
         /// eth_getBlockBy*.
-        Block(Box<BlockProof>) = 7,
+        Block(Box<BlockProof>) = 7 if "blocks",
         /// eth_blockNumber.
-        BlockNumber(Box<BlockNumberProof>) = 8,
-        /// A signed block-hash witness (decoded, not verified here).
-        Witness(Box<WitnessProof>) = 9,
+        BlockNumber(Box<BlockNumberProof>) = 8 if "blocks",
+        /// A signed block-hash witness (decoded by the server only, never verified).
+        Witness(Box<WitnessProof>) = 9 if "net",
         /// eth_getLogs with completeness: sszgate's own option (not colibri's; see
         /// `crates/proof/README.md`), a selector far from colibri's to stay clear of its later
         /// options.
-        LogsRange(Box<LogsRangeProof>) = 64,
+        LogsRange(Box<LogsRangeProof>) = 64 if "logs",
     }
 }
 

@@ -57,14 +57,27 @@ pub fn decode(bytes: &[u8]) -> Result<C4Request, ProofError> {
 }
 
 /// Verifies the proof `bytes` for `method(params)`: the result, or why the proof is refused.
-/// Sync data in the proof adds committee keys to `trust`.
+/// Sync data in the proof adds committee keys to `trust`. A method this verifier does not
+/// answer is refused before the proof is read (its proof option may not even be built in).
 pub fn verify(
     bytes: &[u8],
     method: &str,
     params: &Value,
     trust: &mut TrustedState,
 ) -> Result<Value, ProofError> {
+    check_method(method)?;
     verify_request(&decode(bytes)?, method, params, trust)
+}
+
+/// `method` is one of [`METHODS`], else it is refused as unsupported.
+fn check_method(method: &str) -> Result<(), ProofError> {
+    if METHODS.contains(&method) {
+        return Ok(());
+    }
+    Err(ProofError::Unsupported(format!(
+        "method {method} (this verifier answers {})",
+        METHODS.join(", ")
+    )))
 }
 
 /// The name of a proof option, for errors.
@@ -90,12 +103,7 @@ fn check_envelope(request: &C4Request, method: &str) -> Result<(), ProofError> {
     ensure(v[0] == 0 && v[1] == 0 && v[2] == 1, Check::Version, || {
         format!("version {v}: chain type 0 (Ethereum) and protocol 0.1 expected")
     })?;
-    if !METHODS.contains(&method) {
-        return Err(ProofError::Unsupported(format!(
-            "method {method} (this verifier answers {})",
-            METHODS.join(", ")
-        )));
-    }
+    check_method(method)?;
     let data = &request.data;
     let data_ok = matches!(
         (method, data),

@@ -85,3 +85,38 @@ fn a_build_answers_its_families_and_refuses_the_others_by_name() {
         "eth_getTransactionReceipt at least ({refused} refused)"
     );
 }
+
+/// A proof option of a family this build leaves out is not even decoded (its decoder is not
+/// linked): given to a method the build answers, it is refused naming the option and the
+/// cargo feature. With the family built, the same proof is refused by the proof-kind check.
+#[test]
+fn a_proof_option_left_out_is_refused_by_name() {
+    let dir = vectors().join("eth_getBalance1");
+    let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
+    let expected: Value = serde_json::from_str(&text).unwrap();
+    let proof = std::fs::read(dir.join("proof.ssz")).unwrap();
+    let mut v = verifier_for(&dir, &expected);
+    let params = r#"["0x0000000000000000000000000000000000000000000000000000000000000001"]"#;
+    let err = v
+        .verify("eth_getTransactionReceipt", params, &proof, 0)
+        .unwrap_err();
+    let text = err.to_string();
+    if METHODS.contains(&"eth_getBalance") {
+        assert!(
+            matches!(&err, VerifierError::Refused { check: Some(c), .. } if c == "proof_kind"),
+            "{err:?}"
+        );
+        assert!(text.contains("AccountProof"), "{text}");
+    } else {
+        assert!(
+            matches!(&err, VerifierError::Refused { check: None, .. }),
+            "{err:?}"
+        );
+        assert!(
+            text.contains("ProofUnion.Account")
+                && text.contains("not built into this verifier")
+                && text.contains("`accounts`"),
+            "{text}"
+        );
+    }
+}
