@@ -138,8 +138,9 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
         held.elapsed()
     );
     send_raw(el2, &raws, false);
-    let (slot, blobs) = wait_for_blobs(chain, chain.head(), 48, Duration::from_secs(120));
-    let head = chain.wait_for_slot(slot + 4, Duration::from_secs(120));
+    // Generous: a slow machine builds and imports 48-blob blocks slowly; only a hang waits this long.
+    let (slot, blobs) = wait_for_blobs(chain, chain.head(), 48, Duration::from_secs(300));
+    let head = chain.wait_for_slot(slot + 4, Duration::from_secs(240));
     (slot, blobs, chain.execution_hashes(head))
 }
 

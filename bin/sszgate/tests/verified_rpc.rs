@@ -181,7 +181,7 @@ fn wait_mined(geth: &str, hashes: &[String]) -> Vec<u64> {
                     break quantity(&receipt["blockNumber"]);
                 }
                 assert!(
-                    started.elapsed() < Duration::from_secs(90),
+                    started.elapsed() < Duration::from_secs(240),
                     "{hash} not mined: {receipt}"
                 );
                 std::thread::sleep(Duration::from_millis(500));
@@ -390,7 +390,7 @@ fn verified_head(url: &str, at_least: u64) -> u64 {
             return n;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(120),
+            started.elapsed() < Duration::from_secs(300),
             "the light client did not reach block {at_least}: {n}"
         );
         std::thread::sleep(Duration::from_secs(1));
@@ -403,7 +403,7 @@ fn sszgate_rpc_verifies_the_live_chain_and_catches_every_lie() {
     let _turn = ONE_CHAIN.lock().unwrap_or_else(|e| e.into_inner());
     let geth_auth = free_port();
     let chain = Chain::up_fulu(&tools, geth_auth, &format!("http://127.0.0.1:{geth_auth}"));
-    chain.wait_for_slot(10, Duration::from_secs(150));
+    chain.wait_for_slot(10, Duration::from_secs(300));
     let beacon = chain.up["beacon_rest"].as_str().unwrap().to_string();
     let geth = chain.up["geth_http"].as_str().unwrap().to_string();
     // The trusted start: a block root this test read itself (the head's: on this chain the
