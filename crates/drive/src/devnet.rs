@@ -1128,10 +1128,15 @@ impl Devnet {
         Ok(())
     }
 
+    /// Writes `devnet.json` whole or not at all: a new file renamed over the old, so that a
+    /// process reading it meanwhile (the blob feed, started just before its pid is written)
+    /// sees the old state or the new, never an empty or half-written file.
     fn write_state(&self) -> Result<(), DriveError> {
         let path = DevnetState::path(&self.dir);
+        let fresh = self.dir.join("devnet.json.new");
         let text = serde_json::to_string_pretty(&self.state).expect("state serializes");
-        std::fs::write(&path, text).map_err(io(path.display()))
+        std::fs::write(&fresh, text).map_err(io(fresh.display()))?;
+        std::fs::rename(&fresh, &path).map_err(io(path.display()))
     }
 
     /// Leaves the processes running (for `sszgate devnet up`, which exits after starting them).
