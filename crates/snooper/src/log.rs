@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use sszgate_gateway::Exchange;
 
-use crate::cli::LogSettings;
+use crate::{cli::LogSettings, pretty::Json};
 
 /// Strings longer than this (0x included) are shortened by `--truncate`.
 const TRUNCATE_OVER: usize = 256;
@@ -31,7 +31,7 @@ const RESET: &str = "\x1b[0m";
 pub fn call_lines(n: u64, exchange: &Exchange, settings: &LogSettings) -> Option<String> {
     let request = Body::of(&exchange.request, exchange.request_content_type.as_deref());
     if let Some(method) = request.json_method()
-        && skipped(&method, &settings.skip)
+        && skipped(method, &settings.skip)
     {
         return None;
     }
@@ -91,7 +91,7 @@ fn join(frames: &[Bytes]) -> Bytes {
 
 /// A body as the log shows it.
 enum Body<'a> {
-    Json(serde_json::Value),
+    Json(Json<'a>),
     Ssz(&'a [u8]),
     Unknown,
 }
@@ -101,9 +101,9 @@ impl<'a> Body<'a> {
         if content_type.is_some_and(|t| t.contains("octet-stream")) {
             return Body::Ssz(bytes);
         }
-        match serde_json::from_slice(bytes) {
-            Ok(value) => Body::Json(value),
-            Err(_) => Body::Unknown,
+        match Json::parse(bytes) {
+            Some(value) => Body::Json(value),
+            None => Body::Unknown,
         }
     }
 
@@ -116,9 +116,9 @@ impl<'a> Body<'a> {
     }
 
     /// The JSON-RPC method of a single call.
-    fn json_method(&self) -> Option<String> {
+    fn json_method(&self) -> Option<&str> {
         match self {
-            Body::Json(v) => v.get("method")?.as_str().map(str::to_string),
+            Body::Json(v) => v.get("method")?.as_str(),
             _ => None,
         }
     }
@@ -133,20 +133,14 @@ impl<'a> Body<'a> {
                 .collect();
             return (!names.is_empty()).then(|| ("methods", names.join(", ")));
         }
-        self.json_method().map(|m| ("method", m))
+        self.json_method().map(|m| ("method", m.to_string()))
     }
 
     /// The body text after the entry line, with its blank line; empty when hidden.
     fn shown(&self, settings: &LogSettings, colour: &str) -> String {
         let text = match self {
             _ if settings.hide_bodies => return String::new(),
-            Body::Json(value) => {
-                let mut value = value.clone();
-                if settings.truncate {
-                    truncate_tree(&mut value);
-                }
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            }
+            Body::Json(value) => value.pretty(settings.truncate),
             Body::Ssz(bytes) => hex_body(bytes, settings.truncate),
             Body::Unknown => return String::new(),
         };
@@ -169,20 +163,6 @@ fn hex_body(bytes: &[u8], truncate: bool) -> String {
         );
     }
     const_hex::encode_prefixed(bytes)
-}
-
-/// Shortens every long 0x-string in a JSON tree (rpc-snooper's `truncateHexInTree`).
-fn truncate_tree(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(map) => map.values_mut().for_each(truncate_tree),
-        serde_json::Value::Array(items) => items.iter_mut().for_each(truncate_tree),
-        serde_json::Value::String(s) => {
-            if let Some(short) = truncate_hex(s) {
-                *s = short;
-            }
-        }
-        _ => {}
-    }
 }
 
 /// `0x<32 hex>...<32 hex> <N bytes>` for a 0x-string over 256 characters whose first 16

@@ -6,10 +6,13 @@
 //!
 //! Not here: the encodings (`wire`), the queue (`sink`).
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use serde_json::Value;
 
 use super::wire::{Execution, GetBlobs, NewPayload};
+use crate::pretty::Json;
 
 /// What one call gives xatu.
 #[derive(Debug, PartialEq)]
@@ -39,15 +42,16 @@ pub fn read(request: &[u8], response: &[Bytes]) -> Option<Seen> {
     }
     let params = request.get("params").and_then(Value::as_array);
     let params = params.map_or(&[][..], Vec::as_slice);
-    let answer: Option<Value> = serde_json::from_slice(&response.concat()).ok();
+    let body = joined(response);
+    if let Some(version) = method.strip_prefix("engine_getBlobs") {
+        let b = get_blobs(version, params, &Slots::of(&body));
+        return Some(Seen::Event(super::wire::EventData::GetBlobs(b)));
+    }
+    let answer: Option<Value> = serde_json::from_slice(&body).ok();
     let answer = Answer::of(answer.as_ref());
     if let Some(version) = method.strip_prefix("engine_newPayload") {
         let p = new_payload(version, params, &answer);
         return Some(Seen::Event(super::wire::EventData::NewPayload(p)));
-    }
-    if let Some(version) = method.strip_prefix("engine_getBlobs") {
-        let b = get_blobs(version, params, &answer);
-        return Some(Seen::Event(super::wire::EventData::GetBlobs(b)));
     }
     if method.starts_with("engine_getClientVersion") {
         return client_version(answer.result?).map(Seen::ClientVersion);
@@ -68,6 +72,41 @@ impl<'a> Answer<'a> {
         Answer {
             result: body.and_then(|b| b.get("result")).filter(|r| !r.is_null()),
             error: message.map(str::to_string),
+        }
+    }
+}
+
+/// A body's frames as one slice: the frame itself when there is one.
+fn joined(frames: &[Bytes]) -> Cow<'_, [u8]> {
+    match frames {
+        [one] => Cow::Borrowed(one),
+        many => Cow::Owned(many.concat()),
+    }
+}
+
+/// What a getBlobs answer tells: its error's message, or which of its `result` items are
+/// not null. Read into a tree that borrows the body's strings (an answer of 72 blobs is
+/// 20 MB of hex), with the same JSON rules as `serde_json::Value`.
+#[derive(Debug, Default, PartialEq)]
+struct Slots {
+    /// The message of an `error` object (empty when it has none).
+    error: Option<String>,
+    /// Per item of a `result` array: present (not null). `None` when `result` is absent,
+    /// null or not an array.
+    present: Option<Vec<bool>>,
+}
+
+impl Slots {
+    fn of(body: &[u8]) -> Slots {
+        let Some(answer) = Json::parse(body) else {
+            return Slots::default();
+        };
+        let error = answer.get("error").filter(|e| matches!(e, Json::Object(_)));
+        let message = error.map(|e| e.get("message").and_then(Json::as_str).unwrap_or(""));
+        let items = answer.get("result").and_then(Json::as_array);
+        Slots {
+            error: message.map(str::to_string),
+            present: items.map(|a| a.iter().map(|v| *v != Json::Null).collect()),
         }
     }
 }
@@ -121,7 +160,7 @@ fn new_payload(version: &str, params: &[Value], answer: &Answer) -> NewPayload {
     p
 }
 
-fn get_blobs(version: &str, params: &[Value], answer: &Answer) -> GetBlobs {
+fn get_blobs(version: &str, params: &[Value], answer: &Slots) -> GetBlobs {
     let hashes = params.first().and_then(Value::as_array);
     let hashes = hashes.map_or(&[][..], Vec::as_slice);
     let strings = hashes.iter().filter_map(Value::as_str);
@@ -136,12 +175,12 @@ fn get_blobs(version: &str, params: &[Value], answer: &Answer) -> GetBlobs {
         b.error_message = message.clone();
         return b;
     }
-    let Some(blobs) = answer.result.and_then(Value::as_array) else {
+    let Some(blobs) = &answer.present else {
         b.status = "UNSUPPORTED".into();
         return b;
     };
     b.returned_blob_indexes = (0..blobs.len())
-        .filter(|&i| !blobs[i].is_null())
+        .filter(|&i| blobs[i])
         .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
         .collect();
     b.returned_count = u32::try_from(b.returned_blob_indexes.len()).unwrap_or(u32::MAX);
@@ -259,6 +298,45 @@ mod tests {
             status(r#"{"error":{"message":"x"}}"#),
             ("ERROR".into(), 0, vec![])
         );
+    }
+
+    #[test]
+    fn get_blobs_answers_read_as_a_value_tree_reads_them() {
+        // What the event read before: the whole answer as a `Value`.
+        let by_value = |body: &str| {
+            let value: Option<Value> = serde_json::from_str(body).ok();
+            let answer = Answer::of(value.as_ref());
+            let items = answer.result.and_then(Value::as_array);
+            Slots {
+                error: answer.error,
+                present: items.map(|a| a.iter().map(|v| !v.is_null()).collect()),
+            }
+        };
+        let bodies = [
+            r#"{"result":[{"blob":"0x00"},null,{"blob":"0x00"}]}"#,
+            r#"{"result":"0x01"}"#,
+            r#"{"result":{"a":1}}"#,
+            r#"{"result":[null],"result":[{}]}"#,
+            r#"{"error":"plain","result":[{}]}"#,
+            r#"{"error":{"code":1},"result":[]}"#,
+            r#"{"error":{"message":5}}"#,
+            r#"{"result":[{"x":1e400}]}"#,
+            r#"[{"result":[{}]}]"#,
+            "{\"result\":[\"\u{e9}\"]}",
+            r#"{"result":[{}]} trailing"#,
+            "",
+        ];
+        for body in bodies {
+            assert_eq!(Slots::of(body.as_bytes()), by_value(body), "{body}");
+        }
+        let invalid_utf8 = b"{\"result\":[\"\xff\"]}";
+        assert_eq!(Slots::of(invalid_utf8), Slots::default());
+        // Frames are read as one body.
+        let split = [
+            Bytes::from_static(b"{\"result\":[nu"),
+            Bytes::from_static(b"ll,{}]}"),
+        ];
+        assert_eq!(joined(&split).as_ref(), b"{\"result\":[null,{}]}");
     }
 
     #[test]
