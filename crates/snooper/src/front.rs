@@ -34,14 +34,16 @@ use crate::{
     api::{self, API_PREFIX, Flow},
     cli::LogSettings,
     modules::{self, CONTROL_PATH, Hub},
+    pretty::LazyJson,
     xatu::Xatu,
 };
 
 /// Calls waiting for the worker at most; past it they are dropped from the log and counted.
 pub const QUEUE: usize = 4096;
 /// Body bytes (request and answer) the calls waiting for the worker may hold alive at most;
-/// past it they are dropped and counted as past [`QUEUE`]. Six 72-blob answers (20 MB each).
-pub const QUEUE_BYTES: u64 = 128 << 20;
+/// past it they are dropped and counted as past [`QUEUE`]. Twelve 72-blob answers (20 MB
+/// each); the recorder's queue has the same default bound and holds the same frames.
+pub const QUEUE_BYTES: u64 = 256 << 20;
 
 /// A call waiting for the worker.
 struct Queued {
@@ -214,18 +216,21 @@ struct Worker {
 
 impl Worker {
     /// Writes the log lines of a call, queues its module events and its xatu event. The
-    /// answer's frames are joined once here, so that each reader sees one slice.
+    /// answer's frames are joined once here and it is read as JSON at most once, so that
+    /// each reader sees one slice and one tree.
     fn handle(&self, n: u64, mut exchange: Exchange, ended: SystemTime) {
         use std::io::Write;
         if exchange.response.len() > 1 {
             exchange.response = vec![Bytes::from(exchange.response.concat())];
         }
-        if let Some(lines) = crate::log::call_lines(n, &exchange, &self.log) {
+        let body = exchange.response.first().cloned().unwrap_or_default();
+        let answer = LazyJson::new(&body);
+        if let Some(lines) = crate::log::call_lines(n, &exchange, &answer, &self.log) {
             let _ = std::io::stderr().lock().write_all(lines.as_bytes());
         }
         self.hub.deliver(n, &exchange);
         if let Some(xatu) = &self.xatu {
-            xatu.observe(&exchange, ended);
+            xatu.observe(&exchange, &answer, ended);
         }
     }
 }

@@ -4,9 +4,11 @@
 //! writes a `serde_json::Value` of the same body, long 0x-strings shortened on the way when
 //! truncating.
 //!
+//! [`LazyJson`] reads an answer at most once for all its readers (the log and xatu).
+//!
 //! Not here: the log lines around the body, the truncation rule itself (`log`).
 
-use std::{borrow::Cow, collections::BTreeMap, fmt};
+use std::{borrow::Cow, cell::OnceCell, collections::BTreeMap, fmt};
 
 use serde::{
     Deserialize, Deserializer, Serialize, Serializer,
@@ -74,6 +76,28 @@ impl<'a> Json<'a> {
         };
         // Writing into a Vec cannot fail, and every string in the tree is UTF-8.
         serde_json::to_string_pretty(&shown).unwrap_or_default()
+    }
+}
+
+/// An answer's body, read as JSON when a reader first asks and then kept for the others.
+pub struct LazyJson<'a> {
+    /// The body, its frames joined.
+    pub body: &'a [u8],
+    json: OnceCell<Option<Json<'a>>>,
+}
+
+impl<'a> LazyJson<'a> {
+    /// An answer of `body`, not read yet.
+    pub fn new(body: &'a [u8]) -> LazyJson<'a> {
+        LazyJson {
+            body,
+            json: OnceCell::new(),
+        }
+    }
+
+    /// The body as JSON; `None` when it is not one JSON value.
+    pub fn json(&self) -> Option<&Json<'a>> {
+        self.json.get_or_init(|| Json::parse(self.body)).as_ref()
     }
 }
 
@@ -240,5 +264,13 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         assert_eq!(Json::parse(deep.as_bytes()), None);
+    }
+
+    #[test]
+    fn an_answer_is_read_once_for_all_its_readers() {
+        let answer = LazyJson::new(br#"{"result":[null]}"#);
+        let (first, second) = (answer.json().unwrap(), answer.json().unwrap());
+        assert!(std::ptr::eq(first, second));
+        assert_eq!(LazyJson::new(b"not json").json(), None);
     }
 }

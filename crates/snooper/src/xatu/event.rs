@@ -6,13 +6,10 @@
 //!
 //! Not here: the encodings (`wire`), the queue (`sink`).
 
-use std::borrow::Cow;
-
-use bytes::Bytes;
 use serde_json::Value;
 
 use super::wire::{Execution, GetBlobs, NewPayload};
-use crate::pretty::Json;
+use crate::pretty::{Json, LazyJson};
 
 /// What one call gives xatu.
 #[derive(Debug, PartialEq)]
@@ -27,9 +24,9 @@ pub enum Seen {
 /// a peer's oversized call cannot make the queue hold gigabytes. `requested_count` stays true.
 pub const MAX_HASHES: usize = 1024;
 
-/// Reads one JSON-RPC call (`request`, and `response` — its body's frames, joined only for
+/// Reads one JSON-RPC call (`request`, and `response`, its answer, read as JSON only for
 /// the methods xatu reads); `None` for calls xatu ignores.
-pub fn read(request: &[u8], response: &[Bytes]) -> Option<Seen> {
+pub fn read(request: &[u8], response: &LazyJson<'_>) -> Option<Seen> {
     let request: Value = serde_json::from_slice(request).ok()?;
     let method = request.get("method")?.as_str()?;
     let read = [
@@ -42,12 +39,11 @@ pub fn read(request: &[u8], response: &[Bytes]) -> Option<Seen> {
     }
     let params = request.get("params").and_then(Value::as_array);
     let params = params.map_or(&[][..], Vec::as_slice);
-    let body = joined(response);
     if let Some(version) = method.strip_prefix("engine_getBlobs") {
-        let b = get_blobs(version, params, &Slots::of(&body));
+        let b = get_blobs(version, params, &Slots::of(response.json()));
         return Some(Seen::Event(super::wire::EventData::GetBlobs(b)));
     }
-    let answer: Option<Value> = serde_json::from_slice(&body).ok();
+    let answer: Option<Value> = serde_json::from_slice(response.body).ok();
     let answer = Answer::of(answer.as_ref());
     if let Some(version) = method.strip_prefix("engine_newPayload") {
         let p = new_payload(version, params, &answer);
@@ -76,14 +72,6 @@ impl<'a> Answer<'a> {
     }
 }
 
-/// A body's frames as one slice: the frame itself when there is one.
-fn joined(frames: &[Bytes]) -> Cow<'_, [u8]> {
-    match frames {
-        [one] => Cow::Borrowed(one),
-        many => Cow::Owned(many.concat()),
-    }
-}
-
 /// What a getBlobs answer tells: its error's message, or which of its `result` items are
 /// not null. Read into a tree that borrows the body's strings (an answer of 72 blobs is
 /// 20 MB of hex), with the same JSON rules as `serde_json::Value`.
@@ -97,8 +85,8 @@ struct Slots {
 }
 
 impl Slots {
-    fn of(body: &[u8]) -> Slots {
-        let Some(answer) = Json::parse(body) else {
+    fn of(answer: Option<&Json<'_>>) -> Slots {
+        let Some(answer) = answer else {
             return Slots::default();
         };
         let error = answer.get("error").filter(|e| matches!(e, Json::Object(_)));
@@ -225,10 +213,7 @@ mod tests {
     use crate::xatu::wire::EventData;
 
     fn event(request: &str, response: &str) -> EventData {
-        match read(
-            request.as_bytes(),
-            &[Bytes::copy_from_slice(response.as_bytes())],
-        ) {
+        match read(request.as_bytes(), &LazyJson::new(response.as_bytes())) {
             Some(Seen::Event(e)) => e,
             other => panic!("not an event: {other:?}"),
         }
@@ -326,17 +311,12 @@ mod tests {
             r#"{"result":[{}]} trailing"#,
             "",
         ];
+        let slots = |body: &[u8]| Slots::of(LazyJson::new(body).json());
         for body in bodies {
-            assert_eq!(Slots::of(body.as_bytes()), by_value(body), "{body}");
+            assert_eq!(slots(body.as_bytes()), by_value(body), "{body}");
         }
         let invalid_utf8 = b"{\"result\":[\"\xff\"]}";
-        assert_eq!(Slots::of(invalid_utf8), Slots::default());
-        // Frames are read as one body.
-        let split = [
-            Bytes::from_static(b"{\"result\":[nu"),
-            Bytes::from_static(b"ll,{}]}"),
-        ];
-        assert_eq!(joined(&split).as_ref(), b"{\"result\":[null,{}]}");
+        assert_eq!(slots(invalid_utf8), Slots::default());
     }
 
     #[test]
@@ -354,7 +334,7 @@ mod tests {
     fn client_version_parts() {
         let request = br#"{"method":"engine_getClientVersionV1","params":[]}"#;
         let answer = br#"{"result":[{"code":"GE","name":"Geth","version":"1.17.8-stable","commit":"0xdeadbeef"}]}"#;
-        let Some(Seen::ClientVersion(x)) = read(request, &[Bytes::from_static(answer)]) else {
+        let Some(Seen::ClientVersion(x)) = read(request, &LazyJson::new(answer)) else {
             panic!("no version")
         };
         assert_eq!(x.implementation, "Geth");
@@ -363,6 +343,9 @@ mod tests {
             (x.major.as_str(), x.minor.as_str(), x.patch.as_str()),
             ("1", "17", "8")
         );
-        assert_eq!(read(br#"{"method":"eth_chainId"}"#, &[]), None);
+        assert_eq!(
+            read(br#"{"method":"eth_chainId"}"#, &LazyJson::new(b"")),
+            None
+        );
     }
 }
