@@ -2,8 +2,12 @@
 //! (`--api-port`). The front answers `/_snooper/*` (unless `--no-api`) and refuses calls
 //! while the flow is stopped or their route blocked (rpc-snooper's 503, recorded); every
 //! relayed call it sees is numbered (`#N`, rpc-snooper's call index) and handed to one
-//! worker through a bounded queue, never waited for: past the bound, calls are dropped from
-//! the log and counted ([`SnooperFront::dropped`]), the relay goes on.
+//! worker through a queue bounded in calls and in body bytes, never waited for: past either
+//! bound, calls are dropped from the log and counted ([`SnooperFront::dropped`]), the relay
+//! goes on. The worker is a thread of its own, off tokio's workers: reading and re-indenting
+//! a 20 MB answer must not hold up the relay's tasks. It runs at the relay's priority: a
+//! lowered one (nice 10) starved it on a loaded machine, and calls were dropped (the bench's
+//! sustained load: 8 of 120 events reached the xatu server).
 //!
 //! Not here: the API's answers (`api`), the log lines (`log`), the xatu events (`xatu`).
 
@@ -13,26 +17,69 @@ use std::{
     sync::{
         Arc, Weak,
         atomic::{AtomicU64, Ordering},
+        mpsc,
     },
     time::SystemTime,
 };
 
+use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use hyper::{body::Incoming, service::service_fn};
 use hyper_util::rt::TokioIo;
 use sszgate_gateway::{Exchange, Front, FrontBody, ProxyConfig};
 use sszgate_record::{Capture, ErrorSide, Recorder, Transport};
-use tokio::{net::TcpListener, sync::mpsc};
+use tokio::net::TcpListener;
 
 use crate::{
     api::{self, API_PREFIX, Flow},
     cli::LogSettings,
     modules::{self, CONTROL_PATH, Hub},
+    pretty::LazyJson,
     xatu::Xatu,
 };
 
 /// Calls waiting for the worker at most; past it they are dropped from the log and counted.
 pub const QUEUE: usize = 4096;
+/// Body bytes (request and answer) the calls waiting for the worker may hold alive at most;
+/// past it they are dropped and counted as past [`QUEUE`]. Twelve 72-blob answers (20 MB
+/// each); the recorder's queue has the same default bound and holds the same frames.
+pub const QUEUE_BYTES: u64 = 256 << 20;
+
+/// A call waiting for the worker.
+struct Queued {
+    n: u64,
+    exchange: Exchange,
+    ended: SystemTime,
+    bytes: u64,
+}
+
+/// The relay's end of the worker's queue.
+struct Queue {
+    calls: mpsc::SyncSender<Queued>,
+    /// Body bytes of the calls queued now.
+    bytes: Arc<AtomicU64>,
+    limit: u64,
+}
+
+impl Queue {
+    /// Queues a call unless the queue is full in calls or in bytes; false when it is.
+    fn offer(&self, n: u64, exchange: Exchange, ended: SystemTime) -> bool {
+        let kept: usize = exchange.response.iter().map(|f| f.len()).sum();
+        let bytes = (exchange.request.len() + kept) as u64;
+        let before = self.bytes.fetch_add(bytes, Ordering::AcqRel);
+        let call = Queued {
+            n,
+            exchange,
+            ended,
+            bytes,
+        };
+        if before + bytes > self.limit || self.calls.try_send(call).is_err() {
+            self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+}
 
 /// The front: flow state, call numbers and the queue to the worker.
 pub struct SnooperFront {
@@ -42,7 +89,7 @@ pub struct SnooperFront {
     api_on_proxy_port: bool,
     calls: AtomicU64,
     dropped: AtomicU64,
-    queue: mpsc::Sender<(u64, Exchange, SystemTime)>,
+    queue: Queue,
     hub: Arc<Hub>,
 }
 
@@ -57,9 +104,16 @@ impl SnooperFront {
         log: LogSettings,
         xatu: Option<Arc<Xatu>>,
     ) -> Arc<SnooperFront> {
-        let (queue, calls) = mpsc::channel(QUEUE);
         let hub = Arc::new(Hub::default());
-        tokio::spawn(worker(calls, log, hub.clone(), xatu));
+        let queue = start_worker(
+            QUEUE,
+            QUEUE_BYTES,
+            Worker {
+                log,
+                hub: hub.clone(),
+                xatu,
+            },
+        );
         Arc::new(SnooperFront {
             config,
             recorder,
@@ -140,33 +194,71 @@ impl Front for SnooperFront {
 
     fn observe(&self, exchange: Exchange) {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        if self
-            .queue
-            .try_send((n, exchange, SystemTime::now()))
-            .is_err()
-        {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        if !self.queue.offer(n, exchange, SystemTime::now()) {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!(
+                    call = n,
+                    dropped_total = dropped,
+                    "log worker behind: call left out of the log, the modules and xatu"
+                );
+            }
         }
     }
 }
 
-/// Writes the log lines of each call, queues its module events and its xatu event, in the
-/// order the calls ended.
-async fn worker(
-    mut calls: mpsc::Receiver<(u64, Exchange, SystemTime)>,
+/// What the worker does with each call.
+struct Worker {
     log: LogSettings,
     hub: Arc<Hub>,
     xatu: Option<Arc<Xatu>>,
-) {
-    use std::io::Write;
-    while let Some((n, exchange, ended)) = calls.recv().await {
-        if let Some(lines) = crate::log::call_lines(n, &exchange, &log) {
+}
+
+impl Worker {
+    /// Writes the log lines of a call, queues its module events and its xatu event. The
+    /// answer's frames are joined once here and it is read as JSON at most once, so that
+    /// each reader sees one slice and one tree.
+    fn handle(&self, n: u64, mut exchange: Exchange, ended: SystemTime) {
+        use std::io::Write;
+        if exchange.response.len() > 1 {
+            exchange.response = vec![Bytes::from(exchange.response.concat())];
+        }
+        let body = exchange.response.first().cloned().unwrap_or_default();
+        let answer = LazyJson::new(&body);
+        if let Some(lines) = crate::log::call_lines(n, &exchange, &answer, &self.log) {
             let _ = std::io::stderr().lock().write_all(lines.as_bytes());
         }
-        hub.deliver(n, &exchange);
-        if let Some(xatu) = &xatu {
-            xatu.observe(&exchange, ended);
+        self.hub.deliver(n, &exchange);
+        if let Some(xatu) = &self.xatu {
+            xatu.observe(&exchange, &answer, ended);
         }
+    }
+}
+
+/// Starts the worker's thread (in the current runtime's context) and returns its queue:
+/// `calls` and `bytes` at most.
+fn start_worker(calls: usize, bytes: u64, worker: Worker) -> Queue {
+    let (sender, receiver) = mpsc::sync_channel::<Queued>(calls);
+    let queued = Arc::new(AtomicU64::new(0));
+    let (runtime, in_queue) = (tokio::runtime::Handle::current(), queued.clone());
+    let spawned = std::thread::Builder::new()
+        .name("snooper-log".into())
+        .spawn(move || {
+            let _runtime = runtime.enter();
+            // Ends when the front (the only sender) is gone.
+            while let Ok(call) = receiver.recv() {
+                worker.handle(call.n, call.exchange, call.ended);
+                in_queue.fetch_sub(call.bytes, Ordering::AcqRel);
+            }
+        });
+    if let Err(e) = spawned {
+        // Without a worker every call is dropped and counted; the relay goes on.
+        tracing::error!(error = %e, "could not start the snooper's log worker");
+    }
+    Queue {
+        calls: sender,
+        bytes: queued,
+        limit: bytes,
     }
 }
 
@@ -211,4 +303,97 @@ fn now_unix_us() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::exchange;
+
+    /// A call whose request is `len` bytes (at least 14: `{"method":"m"}` and blanks) and
+    /// whose answer is none.
+    fn call_of(len: usize) -> Exchange {
+        let mut request = br#"{"method":"m"}"#.to_vec();
+        request.resize(len.max(request.len()), b' ');
+        let mut call = exchange("{}");
+        (call.request, call.response) = (Bytes::from(request), Vec::new());
+        call
+    }
+
+    /// A queue of `calls` and `limit` bytes whose worker never reads.
+    fn queue(calls: usize, limit: u64) -> (Queue, mpsc::Receiver<Queued>) {
+        let (calls, receiver) = mpsc::sync_channel(calls);
+        let bytes = Arc::default();
+        (
+            Queue {
+                calls,
+                bytes,
+                limit,
+            },
+            receiver,
+        )
+    }
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes_and_in_calls() {
+        let now = SystemTime::now();
+        let (bytes_bound, _held) = queue(10, 100);
+        assert!(bytes_bound.offer(1, call_of(60), now));
+        assert!(!bytes_bound.offer(2, call_of(41), now), "101 bytes queued");
+        assert!(bytes_bound.offer(3, call_of(40), now), "exactly the bound");
+        assert_eq!(bytes_bound.bytes.load(Ordering::Acquire), 100);
+        assert!(!bytes_bound.offer(4, call_of(14), now));
+        assert_eq!(
+            bytes_bound.bytes.load(Ordering::Acquire),
+            100,
+            "refused hold none"
+        );
+        // The answer's kept frames count too (2 + 39 bytes).
+        let (answer_bound, _held) = queue(10, 40);
+        assert!(!answer_bound.offer(5, exchange("{}"), now));
+        let (count_bound, _held) = queue(2, u64::MAX);
+        assert!(count_bound.offer(6, call_of(14), now) && count_bound.offer(7, call_of(14), now));
+        assert!(!count_bound.offer(8, call_of(14), now), "a third call");
+        assert_eq!(count_bound.bytes.load(Ordering::Acquire), 28);
+    }
+
+    #[tokio::test]
+    async fn the_worker_thread_takes_every_call_and_gives_its_bytes_back() {
+        let log = LogSettings {
+            color: false,
+            truncate: true,
+            hide_bodies: true,
+            skip: vec!["*".into()],
+            verbose: false,
+        };
+        let hub = Arc::new(Hub::default());
+        let queue = start_worker(
+            8,
+            1 << 20,
+            Worker {
+                log,
+                hub,
+                xatu: None,
+            },
+        );
+        let now = SystemTime::now();
+        let mut offered = 0;
+        while offered < 100 {
+            if queue.offer(offered, call_of(1000), now) {
+                offered += 1;
+            } else {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
+        for _ in 0..10_000 {
+            if queue.bytes.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        panic!(
+            "the worker left {} bytes queued",
+            queue.bytes.load(Ordering::Acquire)
+        );
+    }
 }

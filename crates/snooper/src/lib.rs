@@ -12,6 +12,7 @@ pub mod front;
 pub mod jq;
 pub mod log;
 pub mod modules;
+pub mod pretty;
 #[cfg(test)]
 mod testing;
 pub mod xatu;

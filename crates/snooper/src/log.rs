@@ -10,10 +10,12 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use sszgate_gateway::Exchange;
 
-use crate::cli::LogSettings;
+use crate::{
+    cli::LogSettings,
+    pretty::{Json, LazyJson},
+};
 
 /// Strings longer than this (0x included) are shortened by `--truncate`.
 const TRUNCATE_OVER: usize = 256;
@@ -28,10 +30,17 @@ const RESET: &str = "\x1b[0m";
 /// The two entries (request, response) of call number `n` — the request and rpc-snooper's
 /// `call failed:` line when the target could not be reached or did not answer — or nothing
 /// when `--log-skip` names its method.
-pub fn call_lines(n: u64, exchange: &Exchange, settings: &LogSettings) -> Option<String> {
-    let request = Body::of(&exchange.request, exchange.request_content_type.as_deref());
+/// `answer` is the answer's body, its frames joined.
+pub fn call_lines(
+    n: u64,
+    exchange: &Exchange,
+    answer: &LazyJson<'_>,
+    settings: &LogSettings,
+) -> Option<String> {
+    let request_body = LazyJson::new(&exchange.request);
+    let request = Body::of(&request_body, exchange.request_content_type.as_deref());
     if let Some(method) = request.json_method()
-        && skipped(&method, &settings.skip)
+        && skipped(method, &settings.skip)
     {
         return None;
     }
@@ -51,8 +60,7 @@ pub fn call_lines(n: u64, exchange: &Exchange, settings: &LogSettings) -> Option
         ));
         return Some(out);
     }
-    let response_bytes = join(&exchange.response);
-    let response = Body::of(&response_bytes, exchange.response_content_type.as_deref());
+    let response = Body::of(answer, exchange.response_content_type.as_deref());
     let colour = if (200..300).contains(&exchange.status) {
         GREEN
     } else {
@@ -82,28 +90,21 @@ fn skipped(method: &str, skip: &[String]) -> bool {
     })
 }
 
-fn join(frames: &[Bytes]) -> Bytes {
-    match frames {
-        [one] => one.clone(),
-        many => Bytes::from(many.concat()),
-    }
-}
-
 /// A body as the log shows it.
-enum Body<'a> {
-    Json(serde_json::Value),
+enum Body<'t, 'a> {
+    Json(&'t Json<'a>),
     Ssz(&'a [u8]),
     Unknown,
 }
 
-impl<'a> Body<'a> {
-    fn of(bytes: &'a [u8], content_type: Option<&str>) -> Body<'a> {
+impl<'t, 'a> Body<'t, 'a> {
+    fn of(body: &'t LazyJson<'a>, content_type: Option<&str>) -> Body<'t, 'a> {
         if content_type.is_some_and(|t| t.contains("octet-stream")) {
-            return Body::Ssz(bytes);
+            return Body::Ssz(body.body);
         }
-        match serde_json::from_slice(bytes) {
-            Ok(value) => Body::Json(value),
-            Err(_) => Body::Unknown,
+        match body.json() {
+            Some(value) => Body::Json(value),
+            None => Body::Unknown,
         }
     }
 
@@ -116,9 +117,9 @@ impl<'a> Body<'a> {
     }
 
     /// The JSON-RPC method of a single call.
-    fn json_method(&self) -> Option<String> {
+    fn json_method(&self) -> Option<&str> {
         match self {
-            Body::Json(v) => v.get("method")?.as_str().map(str::to_string),
+            Body::Json(v) => v.get("method")?.as_str(),
             _ => None,
         }
     }
@@ -133,20 +134,14 @@ impl<'a> Body<'a> {
                 .collect();
             return (!names.is_empty()).then(|| ("methods", names.join(", ")));
         }
-        self.json_method().map(|m| ("method", m))
+        self.json_method().map(|m| ("method", m.to_string()))
     }
 
     /// The body text after the entry line, with its blank line; empty when hidden.
     fn shown(&self, settings: &LogSettings, colour: &str) -> String {
         let text = match self {
             _ if settings.hide_bodies => return String::new(),
-            Body::Json(value) => {
-                let mut value = value.clone();
-                if settings.truncate {
-                    truncate_tree(&mut value);
-                }
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            }
+            Body::Json(value) => value.pretty(settings.truncate),
             Body::Ssz(bytes) => hex_body(bytes, settings.truncate),
             Body::Unknown => return String::new(),
         };
@@ -169,20 +164,6 @@ fn hex_body(bytes: &[u8], truncate: bool) -> String {
         );
     }
     const_hex::encode_prefixed(bytes)
-}
-
-/// Shortens every long 0x-string in a JSON tree (rpc-snooper's `truncateHexInTree`).
-fn truncate_tree(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(map) => map.values_mut().for_each(truncate_tree),
-        serde_json::Value::Array(items) => items.iter_mut().for_each(truncate_tree),
-        serde_json::Value::String(s) => {
-            if let Some(short) = truncate_hex(s) {
-                *s = short;
-            }
-        }
-        _ => {}
-    }
 }
 
 /// `0x<32 hex>...<32 hex> <N bytes>` for a 0x-string over 256 characters whose first 16
@@ -284,6 +265,12 @@ mod tests {
     use super::*;
     use crate::testing::exchange;
 
+    /// The lines of `exchange`, its answer's frames joined as the worker joins them.
+    fn logged(n: u64, exchange: &Exchange, settings: &LogSettings) -> Option<String> {
+        let body = exchange.response.concat();
+        call_lines(n, exchange, &LazyJson::new(&body), settings)
+    }
+
     fn settings(color: bool, hide_bodies: bool, truncate: bool) -> LogSettings {
         LogSettings {
             color,
@@ -297,7 +284,7 @@ mod tests {
     #[test]
     fn plain_lines_are_logrus_text_with_sorted_fields_and_the_bodies() {
         let call = r#"{"jsonrpc":"2.0","id":1,"method":"engine_getPayloadV4","params":["0x01"]}"#;
-        let text = call_lines(3, &exchange(call), &settings(false, false, true)).unwrap();
+        let text = logged(3, &exchange(call), &settings(false, false, true)).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("time=\"") && lines[0].ends_with(
             "level=info msg=\"REQUEST #3: POST /\" length=73 method=engine_getPayloadV4 type=json"
@@ -306,9 +293,9 @@ mod tests {
         assert_eq!(lines[2], "  \"id\": 1,");
         assert!(text.contains("msg=\"RESPONSE #3: POST /\" duration_ms=7 length=39 status=200 type=json\n{\n  \"id\": 1,\n  \"jsonrpc\": \"2.0\",\n  \"result\": \"0x1\"\n}\n\n"), "{text}");
         assert!(!text.contains('\x1b'));
-        let hidden = call_lines(3, &exchange(call), &settings(false, true, true)).unwrap();
+        let hidden = logged(3, &exchange(call), &settings(false, true, true)).unwrap();
         assert_eq!(hidden.lines().count(), 2, "{hidden}");
-        let coloured = call_lines(3, &exchange(call), &settings(true, false, true)).unwrap();
+        let coloured = logged(3, &exchange(call), &settings(true, false, true)).unwrap();
         assert!(coloured.contains("\x1b[36mINFO\x1b[0m[") && coloured.contains("\x1b[32m{"));
     }
 
@@ -318,7 +305,7 @@ mod tests {
         let mut failed = exchange(call);
         failed.failure = Some("connection refused".into());
         (failed.response, failed.response_len, failed.status) = (Vec::new(), 0, 502);
-        let text = call_lines(4, &failed, &settings(false, false, true)).unwrap();
+        let text = logged(4, &failed, &settings(false, false, true)).unwrap();
         let last = text.lines().last().unwrap();
         assert!(text.contains("msg=\"REQUEST #4: POST /\""), "{text}");
         assert!(!text.contains("RESPONSE"), "{text}");
@@ -329,12 +316,12 @@ mod tests {
                 ),
             "{last}"
         );
-        let coloured = call_lines(4, &failed, &settings(true, false, true)).unwrap();
+        let coloured = logged(4, &failed, &settings(true, false, true)).unwrap();
         assert!(coloured.contains("\x1b[31mERRO\x1b[0m["), "{coloured}");
         // An answer that ended early after it started keeps its response line.
         let mut cut = exchange(call);
         cut.failure = Some("reset".into());
-        let text = call_lines(5, &cut, &settings(false, false, true)).unwrap();
+        let text = logged(5, &cut, &settings(false, false, true)).unwrap();
         assert!(text.contains("RESPONSE #5") && !text.contains("call failed"));
     }
 
@@ -342,11 +329,11 @@ mod tests {
     fn log_skip_leaves_out_named_methods_and_prefixes_and_batches_list_their_methods() {
         let s = settings(false, false, true);
         let single = |m: &str| exchange(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{m}"}}"#));
-        assert!(call_lines(1, &single("eth_chainId"), &s).is_none());
-        assert!(call_lines(1, &single("engine_exchangeCapabilities"), &s).is_none());
-        assert!(call_lines(1, &single("eth_chainIdX"), &s).is_some());
+        assert!(logged(1, &single("eth_chainId"), &s).is_none());
+        assert!(logged(1, &single("engine_exchangeCapabilities"), &s).is_none());
+        assert!(logged(1, &single("eth_chainIdX"), &s).is_some());
         let batch = r#"[{"method":"eth_chainId"},{"method":"eth_blockNumber"}]"#;
-        let text = call_lines(1, &exchange(batch), &s).unwrap();
+        let text = logged(1, &exchange(batch), &s).unwrap();
         assert!(
             text.contains("methods=\"eth_chainId, eth_blockNumber\""),
             "{text}"

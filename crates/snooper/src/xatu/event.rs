@@ -6,10 +6,10 @@
 //!
 //! Not here: the encodings (`wire`), the queue (`sink`).
 
-use bytes::Bytes;
 use serde_json::Value;
 
 use super::wire::{Execution, GetBlobs, NewPayload};
+use crate::pretty::{Json, LazyJson};
 
 /// What one call gives xatu.
 #[derive(Debug, PartialEq)]
@@ -24,9 +24,9 @@ pub enum Seen {
 /// a peer's oversized call cannot make the queue hold gigabytes. `requested_count` stays true.
 pub const MAX_HASHES: usize = 1024;
 
-/// Reads one JSON-RPC call (`request`, and `response` — its body's frames, joined only for
+/// Reads one JSON-RPC call (`request`, and `response`, its answer, read as JSON only for
 /// the methods xatu reads); `None` for calls xatu ignores.
-pub fn read(request: &[u8], response: &[Bytes]) -> Option<Seen> {
+pub fn read(request: &[u8], response: &LazyJson<'_>) -> Option<Seen> {
     let request: Value = serde_json::from_slice(request).ok()?;
     let method = request.get("method")?.as_str()?;
     let read = [
@@ -39,15 +39,15 @@ pub fn read(request: &[u8], response: &[Bytes]) -> Option<Seen> {
     }
     let params = request.get("params").and_then(Value::as_array);
     let params = params.map_or(&[][..], Vec::as_slice);
-    let answer: Option<Value> = serde_json::from_slice(&response.concat()).ok();
+    if let Some(version) = method.strip_prefix("engine_getBlobs") {
+        let b = get_blobs(version, params, &Slots::of(response.json()));
+        return Some(Seen::Event(super::wire::EventData::GetBlobs(b)));
+    }
+    let answer: Option<Value> = serde_json::from_slice(response.body).ok();
     let answer = Answer::of(answer.as_ref());
     if let Some(version) = method.strip_prefix("engine_newPayload") {
         let p = new_payload(version, params, &answer);
         return Some(Seen::Event(super::wire::EventData::NewPayload(p)));
-    }
-    if let Some(version) = method.strip_prefix("engine_getBlobs") {
-        let b = get_blobs(version, params, &answer);
-        return Some(Seen::Event(super::wire::EventData::GetBlobs(b)));
     }
     if method.starts_with("engine_getClientVersion") {
         return client_version(answer.result?).map(Seen::ClientVersion);
@@ -68,6 +68,33 @@ impl<'a> Answer<'a> {
         Answer {
             result: body.and_then(|b| b.get("result")).filter(|r| !r.is_null()),
             error: message.map(str::to_string),
+        }
+    }
+}
+
+/// What a getBlobs answer tells: its error's message, or which of its `result` items are
+/// not null. Read into a tree that borrows the body's strings (an answer of 72 blobs is
+/// 20 MB of hex), with the same JSON rules as `serde_json::Value`.
+#[derive(Debug, Default, PartialEq)]
+struct Slots {
+    /// The message of an `error` object (empty when it has none).
+    error: Option<String>,
+    /// Per item of a `result` array: present (not null). `None` when `result` is absent,
+    /// null or not an array.
+    present: Option<Vec<bool>>,
+}
+
+impl Slots {
+    fn of(answer: Option<&Json<'_>>) -> Slots {
+        let Some(answer) = answer else {
+            return Slots::default();
+        };
+        let error = answer.get("error").filter(|e| matches!(e, Json::Object(_)));
+        let message = error.map(|e| e.get("message").and_then(Json::as_str).unwrap_or(""));
+        let items = answer.get("result").and_then(Json::as_array);
+        Slots {
+            error: message.map(str::to_string),
+            present: items.map(|a| a.iter().map(|v| *v != Json::Null).collect()),
         }
     }
 }
@@ -121,7 +148,7 @@ fn new_payload(version: &str, params: &[Value], answer: &Answer) -> NewPayload {
     p
 }
 
-fn get_blobs(version: &str, params: &[Value], answer: &Answer) -> GetBlobs {
+fn get_blobs(version: &str, params: &[Value], answer: &Slots) -> GetBlobs {
     let hashes = params.first().and_then(Value::as_array);
     let hashes = hashes.map_or(&[][..], Vec::as_slice);
     let strings = hashes.iter().filter_map(Value::as_str);
@@ -136,12 +163,12 @@ fn get_blobs(version: &str, params: &[Value], answer: &Answer) -> GetBlobs {
         b.error_message = message.clone();
         return b;
     }
-    let Some(blobs) = answer.result.and_then(Value::as_array) else {
+    let Some(blobs) = &answer.present else {
         b.status = "UNSUPPORTED".into();
         return b;
     };
     b.returned_blob_indexes = (0..blobs.len())
-        .filter(|&i| !blobs[i].is_null())
+        .filter(|&i| blobs[i])
         .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
         .collect();
     b.returned_count = u32::try_from(b.returned_blob_indexes.len()).unwrap_or(u32::MAX);
@@ -186,10 +213,7 @@ mod tests {
     use crate::xatu::wire::EventData;
 
     fn event(request: &str, response: &str) -> EventData {
-        match read(
-            request.as_bytes(),
-            &[Bytes::copy_from_slice(response.as_bytes())],
-        ) {
+        match read(request.as_bytes(), &LazyJson::new(response.as_bytes())) {
             Some(Seen::Event(e)) => e,
             other => panic!("not an event: {other:?}"),
         }
@@ -262,6 +286,40 @@ mod tests {
     }
 
     #[test]
+    fn get_blobs_answers_read_as_a_value_tree_reads_them() {
+        // What the event read before: the whole answer as a `Value`.
+        let by_value = |body: &str| {
+            let value: Option<Value> = serde_json::from_str(body).ok();
+            let answer = Answer::of(value.as_ref());
+            let items = answer.result.and_then(Value::as_array);
+            Slots {
+                error: answer.error,
+                present: items.map(|a| a.iter().map(|v| !v.is_null()).collect()),
+            }
+        };
+        let bodies = [
+            r#"{"result":[{"blob":"0x00"},null,{"blob":"0x00"}]}"#,
+            r#"{"result":"0x01"}"#,
+            r#"{"result":{"a":1}}"#,
+            r#"{"result":[null],"result":[{}]}"#,
+            r#"{"error":"plain","result":[{}]}"#,
+            r#"{"error":{"code":1},"result":[]}"#,
+            r#"{"error":{"message":5}}"#,
+            r#"{"result":[{"x":1e400}]}"#,
+            r#"[{"result":[{}]}]"#,
+            "{\"result\":[\"\u{e9}\"]}",
+            r#"{"result":[{}]} trailing"#,
+            "",
+        ];
+        let slots = |body: &[u8]| Slots::of(LazyJson::new(body).json());
+        for body in bodies {
+            assert_eq!(slots(body.as_bytes()), by_value(body), "{body}");
+        }
+        let invalid_utf8 = b"{\"result\":[\"\xff\"]}";
+        assert_eq!(slots(invalid_utf8), Slots::default());
+    }
+
+    #[test]
     fn an_oversized_get_blobs_keeps_its_count_and_a_bounded_hash_list() {
         let hashes = vec!["\"0x01\""; MAX_HASHES + 5].join(",");
         let request = format!(r#"{{"method":"engine_getBlobsV1","params":[[{hashes}]]}}"#);
@@ -276,7 +334,7 @@ mod tests {
     fn client_version_parts() {
         let request = br#"{"method":"engine_getClientVersionV1","params":[]}"#;
         let answer = br#"{"result":[{"code":"GE","name":"Geth","version":"1.17.8-stable","commit":"0xdeadbeef"}]}"#;
-        let Some(Seen::ClientVersion(x)) = read(request, &[Bytes::from_static(answer)]) else {
+        let Some(Seen::ClientVersion(x)) = read(request, &LazyJson::new(answer)) else {
             panic!("no version")
         };
         assert_eq!(x.implementation, "Geth");
@@ -285,6 +343,9 @@ mod tests {
             (x.major.as_str(), x.minor.as_str(), x.patch.as_str()),
             ("1", "17", "8")
         );
-        assert_eq!(read(br#"{"method":"eth_chainId"}"#, &[]), None);
+        assert_eq!(
+            read(br#"{"method":"eth_chainId"}"#, &LazyJson::new(b"")),
+            None
+        );
     }
 }

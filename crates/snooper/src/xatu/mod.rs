@@ -20,6 +20,8 @@ use std::{
 
 use sszgate_gateway::Exchange;
 
+use crate::pretty::LazyJson;
+
 use self::{
     event::Seen,
     sink::{Bounds, Output, Sink},
@@ -87,12 +89,12 @@ impl Xatu {
         })
     }
 
-    /// Reads one relayed call that ended at `ended`; never waits.
-    pub fn observe(&self, exchange: &Exchange, ended: SystemTime) {
+    /// Reads one relayed call that ended at `ended`, whose answer is `answer`; never waits.
+    pub fn observe(&self, exchange: &Exchange, answer: &LazyJson<'_>, ended: SystemTime) {
         if exchange.response_encoding.is_some() {
             return; // compressed answers are not read (the Engine API does not compress)
         }
-        match event::read(&exchange.request, &exchange.response) {
+        match event::read(&exchange.request, answer) {
             Some(Seen::ClientVersion(execution)) => self.set_execution(execution),
             Some(Seen::Event(data)) => self.publish(data, exchange.duration, ended),
             None => {}

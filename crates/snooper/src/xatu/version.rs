@@ -13,6 +13,7 @@ use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 use sszgate_client::jwt::JwtSecret;
 
 use super::{Xatu, event};
+use crate::pretty::LazyJson;
 
 /// The question, identifying the asker as rpc-snooper's does itself.
 const QUESTION: &str = r#"{"jsonrpc":"2.0","method":"engine_getClientVersionV1","params":[{"code":"SG","name":"sszgate","version":"v0.0.0","commit":"00000000"}],"id":1}"#;
@@ -85,7 +86,7 @@ async fn ask(target: &str, jwt: Option<&JwtSecret>) -> Result<super::wire::Execu
         .collect()
         .await;
     let body = body.map_err(|e| e.to_string())?.to_bytes();
-    match event::read(QUESTION.as_bytes(), &[body]) {
+    match event::read(QUESTION.as_bytes(), &LazyJson::new(&body)) {
         Some(event::Seen::ClientVersion(execution)) => Ok(execution),
         _ => Err("no client version in the answer".into()),
     }
