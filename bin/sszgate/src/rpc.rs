@@ -159,7 +159,7 @@ pub(crate) struct RpcArgs {
     #[arg(long, env = "SSZGATE_RPC_MAX_UPSTREAM_BYTES", default_value_t = 256 << 20, help_heading = "Limits")]
     max_upstream_bytes: u64,
     /// How long after a request (a whole batch) arrived its eth_call/eth_estimateGas EVM runs
-    /// may go on; one call stops after 5 s in any case (geth's --rpc.evmtimeout).
+    /// may go on; one call stops after 5 s in any case (as geth's rpc.evmtimeout).
     #[arg(long, env = "SSZGATE_RPC_MAX_EVM_TIME", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Limits")]
     max_evm_time: Duration,
 }

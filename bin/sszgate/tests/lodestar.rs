@@ -141,6 +141,9 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
     // Generous: a slow machine builds and imports 48-blob blocks slowly; only a hang waits this long.
     let (slot, blobs) = wait_for_blobs(chain, chain.head(), 48, Duration::from_secs(300));
     let head = chain.wait_for_slot(slot + 4, Duration::from_secs(240));
+    // The follower imports by gossip, a little later: every block the test checks must have
+    // crossed its link too before the chain stops.
+    chain.wait_for_follower(head, Duration::from_secs(120));
     (slot, blobs, chain.execution_hashes(head))
 }
 

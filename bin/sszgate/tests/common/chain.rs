@@ -223,6 +223,25 @@ impl Chain {
         }
     }
 
+    /// The follower's head slot, once it reaches `slot` (at most `within`): every block up
+    /// to it was imported by the follower, through its Engine link.
+    pub(crate) fn wait_for_follower(&self, slot: u64, within: Duration) -> u64 {
+        let beacon = self.up["beacon_rest2"].as_str().expect("a follower pair");
+        let started = Instant::now();
+        loop {
+            let head = head_slot(beacon);
+            if head >= slot {
+                return head;
+            }
+            assert!(
+                started.elapsed() < within,
+                "the follower is at slot {head}, not {slot}, after {within:?}: {}",
+                self.log("lodestar2.log")
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
     /// The execution block hashes of the beacon blocks of slots 1..=head, in order.
     pub(crate) fn execution_hashes(&self, head: u64) -> Vec<String> {
         (1..=head)
