@@ -3,14 +3,11 @@
 //! and every other is refused as unsupported, naming the method. `cargo test -p
 //! sszgate-verifier` runs it with all families; `--no-default-features` as receipts only.
 
-use std::path::PathBuf;
+mod common;
 
+use common::{json, read, vectors};
 use serde_json::Value;
 use sszgate_verifier::{METHODS, Verifier, VerifierError};
-
-fn vectors() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../proof/testdata/colibri")
-}
 
 /// A verifier holding the vector's committee keys, its clock at the vector's signature.
 fn verifier_for(dir: &std::path::Path, expected: &Value) -> Verifier {
@@ -28,7 +25,7 @@ fn verifier_for(dir: &std::path::Path, expected: &Value) -> Verifier {
             .strip_prefix("sync_committee_")
             .and_then(|n| n.strip_suffix(".pubkeys"));
         if let Some(period) = period {
-            let keys = std::fs::read(entry.path()).unwrap();
+            let keys = read(&entry.path());
             v.add_committee_keys(period.parse().unwrap(), &keys)
                 .unwrap();
         }
@@ -52,10 +49,9 @@ fn a_build_answers_its_families_and_refuses_the_others_by_name() {
         ("eth_call1_include_code", None),
     ] {
         let dir = vectors().join(case);
-        let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
-        let expected: Value = serde_json::from_str(&text).unwrap();
+        let expected = json(&dir.join("expected.json"));
         let method = expected["method"].as_str().unwrap();
-        let proof = std::fs::read(dir.join("proof.ssz")).unwrap();
+        let proof = read(&dir.join("proof.ssz"));
         let mut v = verifier_for(&dir, &expected);
         let got = v.verify(method, &expected["params"].to_string(), &proof, 0);
         if METHODS.contains(&method) {
@@ -92,9 +88,8 @@ fn a_build_answers_its_families_and_refuses_the_others_by_name() {
 #[test]
 fn a_proof_option_left_out_is_refused_by_name() {
     let dir = vectors().join("eth_getBalance1");
-    let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
-    let expected: Value = serde_json::from_str(&text).unwrap();
-    let proof = std::fs::read(dir.join("proof.ssz")).unwrap();
+    let expected = json(&dir.join("expected.json"));
+    let proof = read(&dir.join("proof.ssz"));
     let mut v = verifier_for(&dir, &expected);
     let params = r#"["0x0000000000000000000000000000000000000000000000000000000000000001"]"#;
     let err = v

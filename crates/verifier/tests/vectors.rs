@@ -3,6 +3,8 @@
 //! and a verifier made from that state alone answers again (also from a state saved in the
 //! earlier form); lies, a damaged state and misuse are refused by name.
 
+mod common;
+
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -12,18 +14,15 @@ use sszgate_light::types::{BlsPublicKey, SyncCommittee};
 use sszgate_verifier::{Verifier, VerifierError};
 
 fn case_dir(case: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../proof/testdata/colibri")
-        .join(case)
+    common::vectors().join(case)
 }
 
 fn expected(case: &str) -> Value {
-    let text = std::fs::read_to_string(case_dir(case).join("expected.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    common::json(&case_dir(case).join("expected.json"))
 }
 
 fn proof(case: &str) -> Vec<u8> {
-    std::fs::read(case_dir(case).join("proof.ssz")).unwrap()
+    common::read(&case_dir(case).join("proof.ssz"))
 }
 
 /// The time the case was fresh at: the start of the slot after its signature.
@@ -153,7 +152,7 @@ fn a_damaged_state_is_refused_naming_why() {
 #[test]
 fn a_state_saved_in_the_earlier_form_loads_checked_and_answers() {
     let case = "eth_getBalance1";
-    let keys = std::fs::read(case_dir(case).join("sync_committee_1393.pubkeys")).unwrap();
+    let keys = common::read(&case_dir(case).join("sync_committee_1393.pubkeys"));
     let committee = SyncCommittee {
         pubkeys: FixedVector::new(keys.chunks(48).map(BlsPublicKey::from_slice).collect()).unwrap(),
         aggregate_pubkey: BlsPublicKey::ZERO,

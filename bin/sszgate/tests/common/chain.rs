@@ -208,25 +208,19 @@ impl Chain {
 
     /// The head slot, once it reaches `slot` (at most `within`).
     pub(crate) fn wait_for_slot(&self, slot: u64, within: Duration) -> u64 {
-        let started = Instant::now();
-        loop {
-            let head = self.head();
-            if head >= slot {
-                return head;
-            }
-            assert!(
-                started.elapsed() < within,
-                "the chain is at slot {head}, not {slot}, after {within:?}: {}",
-                self.log("lodestar.log")
-            );
-            std::thread::sleep(Duration::from_secs(1));
-        }
+        self.wait_for_head(("beacon_rest", "lodestar.log"), slot, within)
     }
 
     /// The follower's head slot, once it reaches `slot` (at most `within`): every block up
     /// to it was imported by the follower, through its Engine link.
     pub(crate) fn wait_for_follower(&self, slot: u64, within: Duration) -> u64 {
-        let beacon = self.up["beacon_rest2"].as_str().expect("a follower pair");
+        self.wait_for_head(("beacon_rest2", "lodestar2.log"), slot, within)
+    }
+
+    /// The head slot of the beacon node under `up[url]`, once it reaches `slot`; its log
+    /// `log` in the failure when it does not within `within`.
+    fn wait_for_head(&self, (url, log): (&str, &str), slot: u64, within: Duration) -> u64 {
+        let beacon = self.up[url].as_str().unwrap_or_else(|| panic!("no {url}"));
         let started = Instant::now();
         loop {
             let head = head_slot(beacon);
@@ -235,8 +229,8 @@ impl Chain {
             }
             assert!(
                 started.elapsed() < within,
-                "the follower is at slot {head}, not {slot}, after {within:?}: {}",
-                self.log("lodestar2.log")
+                "{url} is at slot {head}, not {slot}, after {within:?}: {}",
+                self.log(log)
             );
             std::thread::sleep(Duration::from_secs(1));
         }
