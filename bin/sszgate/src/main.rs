@@ -11,6 +11,7 @@ mod drive;
 mod flags;
 mod input;
 mod lab;
+mod memory;
 mod prove;
 mod proxy;
 mod report;
@@ -116,6 +117,16 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+impl Command {
+    /// Whether the command is a long-running server (its memory is returned when idle).
+    fn serves(&self) -> bool {
+        matches!(
+            self,
+            Command::Proxy(_) | Command::Rpc(_) | Command::Snooper { .. }
+        )
+    }
+}
+
 /// The program names rpc-snooper's image and launchers use: sszgate run under them speaks
 /// rpc-snooper's command line.
 const SNOOPER_NAMES: [&str; 2] = ["snooper", "json_rpc_snoop"];
@@ -147,6 +158,9 @@ fn main() -> ExitCode {
         .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .init();
+    if cli.command.serves() {
+        memory::return_freed_memory_when_idle();
+    }
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
         Command::Proxy(args) => proxy::run(args),

@@ -427,6 +427,11 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
             .filter(|l| l.starts_with("| getBlobsV2 | 1 |"))
             .collect();
         assert_eq!(peer_rows.len(), 1, "{report}");
+        // The floor relays are measured in the same rounds as the snoopers.
+        assert!(
+            peer.contains("copy relay added | splice relay added |"),
+            "{report}"
+        );
         let cells: Vec<&str> = peer_rows[0].split('|').map(str::trim).collect();
         for cell in &cells[3..cells.len() - 1] {
             let first = cell.split_whitespace().next().unwrap_or_default();

@@ -430,19 +430,21 @@ pub(crate) async fn warm_up(
 
 /// `rounds` rounds of one call per target, rotating which goes first, so that a burst of
 /// noise hits every target alike; each target's samples of the calls answered whole (200),
-/// and its failed calls, in the order of `targets`.
+/// and its failed calls, in the order of `targets`. With `settle` (process ids), each call
+/// starts only once those processes are idle ([`wait_idle`]).
 pub(crate) async fn interleaved(
     client: &HttpClient,
     targets: &[String],
-    case: &str,
-    request: &Bytes,
+    (case, request): (&str, &Bytes),
     rounds: usize,
+    settle: &[u32],
 ) -> (Vec<Vec<Duration>>, Vec<usize>) {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); targets.len()];
     let mut failed = vec![0; targets.len()];
     for round in 0..rounds {
         for k in 0..targets.len() {
             let which = (round + k) % targets.len();
+            wait_idle(settle).await;
             let start = Instant::now();
             match try_call(client, &targets[which], case, request).await {
                 Ok(200) => samples[which].push(start.elapsed()),
@@ -451,6 +453,59 @@ pub(crate) async fn interleaved(
         }
     }
     (samples, failed)
+}
+
+/// A process is idle once it used less than this share of a core over [`IDLE_WINDOW`].
+const IDLE_SHARE: f64 = 0.01;
+/// The window over which idleness is judged.
+const IDLE_WINDOW: Duration = Duration::from_millis(20);
+/// The longest wait for idle processes: one that never settles (a timer's work, a collector)
+/// delays the next call by this much and no more.
+const IDLE_AT_MOST: Duration = Duration::from_secs(2);
+
+/// Waits until every process of `pids` has been idle for [`IDLE_WINDOW`] — done with what it
+/// does after an answer (logging, recording, publishing) — or [`IDLE_AT_MOST`]. Without it a
+/// call would be timed while the previous middle still works on its own call, and in a fixed
+/// rotation the same middle would always pay for the same neighbour's deferred work; an
+/// Engine API link carries a call every few seconds, not back to back.
+pub(crate) async fn wait_idle(pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let deadline = Instant::now() + IDLE_AT_MOST;
+    let busy_ns = (IDLE_WINDOW.as_nanos() as f64 * IDLE_SHARE) as u64;
+    let mut last = oncpu_ns(pids);
+    while Instant::now() < deadline {
+        tokio::time::sleep(IDLE_WINDOW).await;
+        let now = oncpu_ns(pids);
+        if now
+            .iter()
+            .zip(&last)
+            .all(|(n, l)| n.saturating_sub(*l) < busy_ns)
+        {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// The on-CPU nanoseconds of each process so far: the sum over its threads of the first
+/// field of `/proc/<pid>/task/<tid>/schedstat` (exact, where `/proc/<pid>/stat` counts in
+/// 10 ms ticks). A thread that ended since is no longer counted, which only makes a process
+/// look busy one window longer.
+fn oncpu_ns(pids: &[u32]) -> Vec<u64> {
+    pids.iter()
+        .map(|pid| {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                return 0;
+            };
+            tasks
+                .flatten()
+                .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+                .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .sum()
+        })
+        .collect()
 }
 
 /// One call; its status once the whole answer arrived, or why there was none.
@@ -540,19 +595,9 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
         wait_ready(*addr).await;
     }
 
-    let floors: Vec<FloorRelay> = if options.floors {
-        [Mode::Copy, Mode::Splice, Mode::Hyper]
-            .into_iter()
-            .filter_map(|mode| match FloorRelay::start(mode, el) {
-                Ok(relay) => Some(relay),
-                Err(e) => {
-                    eprintln!("sszgate bench proxy: the {} is left out: {e}", mode.name());
-                    None
-                }
-            })
-            .collect()
-    } else {
-        Vec::new()
+    let floors = match options.floors {
+        true => FloorRelay::start_each(&[Mode::Copy, Mode::Splice, Mode::Hyper], el),
+        false => Vec::new(),
     };
 
     let client: HttpClient = Client::builder(TokioExecutor::new())
@@ -575,7 +620,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
         let rounds = rounds_for(*n, options.rounds);
         let cpu_before = cpu_seconds(pid);
         let floor_cpu_before: Vec<f64> = floors.iter().map(FloorRelay::cpu_seconds).collect();
-        let (samples, failed) = interleaved(&client, &targets, case, request, rounds).await;
+        let (samples, failed) = interleaved(&client, &targets, (case, request), rounds, &[]).await;
         assert!(
             failed.iter().all(|&n| n == 0),
             "{name}, {n} blobs: calls failed per path {failed:?}"
@@ -1018,3 +1063,54 @@ type BridgeCase = (
 /// The JWT secret of the bridge benchmark (hex).
 pub(crate) const BENCH_SECRET: &str =
     "5353535353535353535353535353535353535353535353535353535353535353";
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Child, Command};
+
+    use super::*;
+
+    /// Kills and reaps the child when dropped, so that a failed assertion leaves no process.
+    struct Reaped(Child);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn spawn(program: &str, args: &[&str]) -> Reaped {
+        Reaped(Command::new(program).args(args).spawn().unwrap())
+    }
+
+    /// A process that computes shows on-CPU time growing; one that sleeps does not; a process
+    /// that never settles delays the next call by the cap and no more than that is waited.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_busy_middle_is_waited_for_up_to_the_cap_and_an_idle_one_is_not_busy() {
+        let busy = spawn("sh", &["-c", "while :; do :; done"]);
+        let idle = spawn("sleep", &["60"]);
+        let pids = [busy.0.id(), idle.0.id()];
+        let before = oncpu_ns(&pids[..1]);
+        std::thread::sleep(Duration::from_millis(300));
+        let after = oncpu_ns(&pids[..1]);
+        assert!(after[0] > before[0] + 1_000_000, "{before:?} -> {after:?}");
+        // Once `sleep` has started (loading it takes CPU), its count stops moving.
+        let settled = (0..100).any(|_| {
+            let first = oncpu_ns(&pids[1..]);
+            std::thread::sleep(Duration::from_millis(100));
+            first == oncpu_ns(&pids[1..]) && first[0] > 0
+        });
+        assert!(settled, "a sleeping process kept using CPU");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let started = Instant::now();
+        runtime.block_on(wait_idle(&pids[..1]));
+        assert!(started.elapsed() >= IDLE_AT_MOST, "{:?}", started.elapsed());
+        // A process that is gone counts as idle (0 ns, unchanging).
+        assert_eq!(oncpu_ns(&[u32::MAX]), vec![0]);
+    }
+}

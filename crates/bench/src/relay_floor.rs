@@ -66,6 +66,21 @@ pub struct FloorRelay {
 }
 
 impl FloorRelay {
+    /// Starts a relay of each mode to `upstream`; one that cannot start is left out, said on
+    /// stderr.
+    pub fn start_each(modes: &[Mode], upstream: SocketAddr) -> Vec<FloorRelay> {
+        modes
+            .iter()
+            .filter_map(|&mode| match FloorRelay::start(mode, upstream) {
+                Ok(relay) => Some(relay),
+                Err(e) => {
+                    eprintln!("sszgate bench proxy: the {} is left out: {e}", mode.name());
+                    None
+                }
+            })
+            .collect()
+    }
+
     /// Starts a relay to `upstream` on a free loopback port.
     pub fn start(mode: Mode, upstream: SocketAddr) -> std::io::Result<FloorRelay> {
         let pump: fn(TcpStream, TcpStream, &AtomicU64) = match mode {

@@ -5,6 +5,10 @@
 //! SQLite, as it does by default. With a xatu server (`--xatu`), a second pair runs with
 //! `--xatu-enabled --xatu-output xatu:…` publishing to it, in the same rounds.
 //!
+//! The rounds also call the EL through two floor relays (`relay_floor`: copying, splicing),
+//! the least any relay adds on this machine, to read the middles against.
+//! Each call of the rounds starts once every middle is idle (`proxy::wait_idle`): what a
+//! middle does after an answer is its CPU, not the next middle's latency.
 //! Per middle: added latency per call and per blob (its p50 less the direct p50), CPU per
 //! call (utime + stime deltas from `/proc`), resident and peak memory (`VmRSS`, `VmHWM`), and
 //! a sustained-load run of 72-blob getBlobsV2 calls (4 concurrent callers, one middle at a
@@ -32,6 +36,7 @@ use crate::{
         HttpClient, ProxyChild, cpu_seconds, free_port, interleaved, log_filter, rounds_for,
         rss_kib, try_call, wait_ready,
     },
+    relay_floor::{FloorRelay, Mode},
 };
 
 /// Options of the rpc-snooper comparison.
@@ -245,8 +250,12 @@ pub struct PeerCase {
     pub direct: Summary,
     /// Per middle (in [`Report::middles`]' order): its calls and its CPU per call, ms.
     pub middles: Vec<(Summary, f64)>,
-    /// Per middle: calls that failed (no whole answer, or not 200), left out of its samples.
+    /// Per middle, then per floor relay: calls that failed (no whole answer, or not 200), left
+    /// out of its samples.
     pub failed: Vec<usize>,
+    /// The floor relays' calls in the same rounds (a copying and a splicing TCP relay): the
+    /// least any relay adds on this machine.
+    pub floors: Vec<Summary>,
 }
 
 /// What one middle used, and how it held up under sustained load.
@@ -316,7 +325,9 @@ pub(crate) async fn run(
             first_event(bench.client, middle, server).await;
         }
     }
-    let peer_cases = measure_cases(bench, &middles, cases, rounds, progress).await;
+    // The least any relay adds on this machine: copying, and splicing (no copy to user space).
+    let floors = FloorRelay::start_each(&[Mode::Copy, Mode::Splice], bench.el);
+    let peer_cases = measure_cases(bench, (&middles, &floors), cases, rounds, progress).await;
     let load = cases
         .iter()
         .filter(|(name, ..)| name == "getBlobsV2")
@@ -365,24 +376,27 @@ async fn start_middles(
     middles
 }
 
-/// Every case, direct and through every middle in the same rounds, with each middle's CPU.
+/// Every case, direct, through every middle and through the floor relays in the same rounds,
+/// with each middle's CPU.
 async fn measure_cases(
     bench: &Bench<'_>,
-    middles: &[Middle],
+    (middles, floors): (&[Middle], &[FloorRelay]),
     cases: &[(String, String, usize, Bytes)],
     rounds: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Vec<PeerCase> {
     let mut targets = vec![format!("http://{}/", bench.el)];
     targets.extend(middles.iter().map(Middle::url));
+    targets.extend(floors.iter().map(|f| format!("http://{}/", f.addr)));
     let mut out = Vec::new();
     for (name, case, n, request) in cases {
         progress(&format!("{name}, {n} blobs"));
         let warm_failed = warm_up_peers(bench.client, &targets, case, request).await;
         let rounds = rounds_for(*n, rounds);
         let before: Vec<f64> = middles.iter().map(|m| cpu_seconds(m.pid())).collect();
+        let pids: Vec<u32> = middles.iter().map(Middle::pid).collect();
         let (samples, mut failed) =
-            interleaved(bench.client, &targets, case, request, rounds).await;
+            interleaved(bench.client, &targets, (case, request), rounds, &pids).await;
         for (total, warm) in failed.iter_mut().zip(warm_failed) {
             *total += warm;
         }
@@ -393,7 +407,7 @@ async fn measure_cases(
         };
         let per_middle = middles
             .iter()
-            .zip(samples)
+            .zip(samples.by_ref())
             .zip(before)
             .map(|((m, samples), before)| {
                 let cpu = (cpu_seconds(m.pid()) - before) * 1e3 / rounds as f64;
@@ -407,6 +421,14 @@ async fn measure_cases(
             direct,
             middles: per_middle,
             failed: failed[1..].to_vec(),
+            floors: floors
+                .iter()
+                .zip(samples)
+                .map(|(floor, samples)| Summary {
+                    name: floor.mode.name().to_string(),
+                    samples,
+                })
+                .collect(),
         });
     }
     out
@@ -560,13 +582,18 @@ impl Report {
     /// middle, and the target's verdict.
     pub fn markdown(&self) -> String {
         let mut out = String::from(
-            "\nrpc-snooper as a peer (`sszgate snooper` and rpc-snooper's `snooper`, both at their defaults: per-call log lines with truncated bodies to a file; sszgate also records to SQLite), in the same rounds as the direct call. Per middle: added p50 ms (its p50 less the direct p50) and CPU ms per call; per blob in brackets where there are blobs.\n\n| call | blobs | direct p50 ms |",
+            "\nrpc-snooper as a peer (`sszgate snooper` and rpc-snooper's `snooper`, both at their defaults: per-call log lines with truncated bodies to a file; sszgate also records to SQLite), in the same rounds as the direct call; each call starts once every middle has been idle for 20 ms (under 1 % of a core), at most 2 s after the previous one. Per middle: added p50 ms (its p50 less the direct p50) and CPU ms per call; per blob in brackets where there are blobs.\n\n| call | blobs | direct p50 ms |",
         );
         for m in &self.middles {
             out.push_str(&format!(" {} added | {} CPU |", m.name, m.name));
         }
+        let floors = self.cases.first().map_or(&[][..], |c| &c.floors[..]);
+        for floor in floors {
+            out.push_str(&format!(" {} added |", floor.name));
+        }
         out.push_str("\n|---|---:|---:|");
         out.push_str(&"---:|---:|".repeat(self.middles.len()));
+        out.push_str(&"---:|".repeat(floors.len()));
         out.push('\n');
         for c in &self.cases {
             let direct = c.direct.median().as_secs_f64() * 1e3;
@@ -587,6 +614,10 @@ impl Report {
                 let added = summary.median().as_secs_f64() * 1e3 - direct;
                 out.push_str(&format!(" {} | {} |", shown(added), shown(*cpu)));
             }
+            for floor in &c.floors {
+                let added = floor.median().as_secs_f64() * 1e3 - direct;
+                out.push_str(&format!(" {} |", shown(added)));
+            }
             out.push('\n');
         }
         for c in self
@@ -594,7 +625,8 @@ impl Report {
             .iter()
             .filter(|c| c.failed.iter().any(|&n| n > 0))
         {
-            let names = self.middles.iter().map(|m| m.name.as_str());
+            let floors = c.floors.iter().map(|f| f.name.as_str());
+            let names = self.middles.iter().map(|m| m.name.as_str()).chain(floors);
             let failed: Vec<String> = names
                 .zip(&c.failed)
                 .filter(|(_, n)| **n > 0)
@@ -671,9 +703,18 @@ impl Report {
                 "not met"
             };
             out.push_str(&format!(
-                "- {}: added latency {latency:.3}, CPU {cpu:.3}: {met}\n",
+                "- {}: added latency {latency:.3}, CPU {cpu:.3}: {met}",
                 c.name
             ));
+            for floor in &c.floors {
+                let floor_added = floor.median().as_secs_f64() - direct;
+                out.push_str(&format!(
+                    "; the {} added {:.3} of rpc-snooper's",
+                    floor.name,
+                    floor_added / added(theirs)
+                ));
+            }
+            out.push('\n');
         }
         let (o, t) = (&self.middles[ours], &self.middles[theirs]);
         out.push_str(&format!(
