@@ -2,7 +2,9 @@
 //! `../shared/tools/xatu/build.sh`): rpc-snooper and sszgate, chained in front of a real geth
 //! so that both see the very same calls, publish to the same server, and the server's
 //! events are equal field by field; and with the server stopped, the relay goes on, the
-//! events are dropped and counted, and publishing resumes once it is back.
+//! events are dropped and counted, and publishing resumes once it is back; with `--xatu-tls`,
+//! both publish through a TLS terminator (a CA of the test's own, given in `SSL_CERT_FILE`),
+//! and a server whose certificate is not trusted is refused.
 //!
 //! Differences from rpc-snooper's events, by design: `meta.client.implementation`
 //! (`sszgate`) and `meta.client.version` (sszgate's); per event, `event.id` (a fresh UUID),
@@ -50,6 +52,15 @@ fn tool(env: &str, default: &str, install: &str) -> Option<PathBuf> {
         skip(default, install);
     }
     path
+}
+
+/// rpc-snooper's build directory and the xatu binary, or a loud skip.
+fn snooper_and_xatu() -> Option<(PathBuf, PathBuf)> {
+    let build = "bash ../shared/tools/rpc-snooper/build.sh, or SSZGATE_RPC_SNOOPER";
+    let rpc_snooper = tool("SSZGATE_RPC_SNOOPER", ".cache/rpc-snooper-6452c11", build)?;
+    let build = "bash ../shared/tools/xatu/build.sh, or SSZGATE_XATU";
+    let xatu = tool("SSZGATE_XATU", ".cache/xatu-v1.8.1/bin/xatu", build)?;
+    Some((rpc_snooper, xatu))
 }
 
 fn shared_tools() -> PathBuf {
@@ -234,12 +245,7 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
     if find_geth(Path::new(".")).is_none() {
         return skip("geth", "scripts/install-geth.sh, or SSZGATE_GETH");
     }
-    let build = "bash ../shared/tools/rpc-snooper/build.sh, or SSZGATE_RPC_SNOOPER";
-    let Some(rpc_snooper) = tool("SSZGATE_RPC_SNOOPER", ".cache/rpc-snooper-6452c11", build) else {
-        return;
-    };
-    let build = "bash ../shared/tools/xatu/build.sh, or SSZGATE_XATU";
-    let Some(xatu) = tool("SSZGATE_XATU", ".cache/xatu-v1.8.1/bin/xatu", build) else {
+    let Some((rpc_snooper, xatu)) = snooper_and_xatu() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -407,18 +413,7 @@ fn a_stopped_xatu_server_drops_and_counts_and_publishing_resumes() {
     };
     let dir = tempfile::tempdir().unwrap();
     let mut server = XatuServer::start(&xatu, &dir.path().join("xatu"));
-    let el_port = common::free_port();
-    let el = Command::new("python3")
-        .arg(shared_tools().join("rpc-snooper/fake_el.py"))
-        .arg(el_port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _el = KillOnDrop::new(el);
-    wait_for("the stand-in EL", || {
-        TcpStream::connect(("127.0.0.1", el_port)).is_ok()
-    });
+    let (el_port, _el) = stand_in_el();
     let port = common::free_port();
     let mut args = vec![
         "snooper".to_string(),
@@ -486,6 +481,24 @@ fn a_stopped_xatu_server_drops_and_counts_and_publishing_resumes() {
     sszgate.terminate();
 }
 
+/// The kit's stand-in EL (`fake_el.py`: VALID for every newPayload, a client version) on a
+/// free port, once it listens; killed when the handle drops.
+fn stand_in_el() -> (u16, KillOnDrop) {
+    let port = common::free_port();
+    let el = Command::new("python3")
+        .arg(shared_tools().join("rpc-snooper/fake_el.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let el = KillOnDrop::new(el);
+    wait_for("the stand-in EL", || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    (port, el)
+}
+
 /// A child process killed when the test ends, however it ends (a failed assertion
 /// included), unless [`KillOnDrop::terminate`] ended it first.
 struct KillOnDrop(Option<Child>);
@@ -509,5 +522,132 @@ impl Drop for KillOnDrop {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// A TLS terminator on a free loopback port (ALPN `h2`, a certificate for 127.0.0.1 signed by
+/// a CA of its own), each connection relayed in the clear to `upstream`; and the CA in PEM,
+/// for a client's `SSL_CERT_FILE`.
+async fn tls_terminator(upstream: String) -> (u16, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone()], key)
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
+            tokio::spawn(async move {
+                // A handshake the client refuses (an untrusted certificate) just ends here.
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    (port, ca.pem())
+}
+
+/// `--xatu-tls`: rpc-snooper and sszgate both publish over TLS to a real xatu server (behind a
+/// TLS terminator whose CA they are given in `SSL_CERT_FILE`), and the server has an event
+/// from each; sszgate without that CA refuses the server's certificate, drops and counts its
+/// events, and keeps relaying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_publish_over_tls_and_an_untrusted_server_is_refused() {
+    let Some((rpc_snooper, xatu)) = snooper_and_xatu() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = XatuServer::start(&xatu, &dir.path().join("xatu"));
+    let (tls_port, ca) = tls_terminator(server.grpc()).await;
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+    let (el_port, _el) = stand_in_el();
+    let tls_output = format!("127.0.0.1:{tls_port}");
+    let sszgate = Path::new(env!("CARGO_BIN_EXE_sszgate"));
+    let snooper = rpc_snooper.join("bin/snooper");
+    let middles = [
+        ("sszgate-tls", sszgate, Some(&ca_file)),
+        ("rpc-snooper-tls", snooper.as_path(), Some(&ca_file)),
+        ("sszgate-untrusting", sszgate, None),
+    ];
+    let mut running = Vec::new();
+    for (name, program, ca) in middles {
+        let port = common::free_port();
+        let mut args: Vec<String> = Vec::new();
+        if program == sszgate {
+            args.extend(["snooper", "--store", "none"].map(String::from));
+        }
+        args.extend([
+            format!("-p={port}"),
+            "--no-color".into(),
+            "--xatu-tls".into(),
+        ]);
+        args.extend(xatu_flags(name, &tls_output));
+        args.extend(["--xatu-export-timeout".into(), "5s".into()]);
+        args.push(format!("http://127.0.0.1:{el_port}"));
+        let log = dir.path().join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut command = Command::new(program);
+        command
+            .args(&args)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file);
+        match ca {
+            Some(ca) => command.env("SSL_CERT_FILE", ca),
+            // The system's roots, which do not hold the terminator's CA.
+            None => command.env_remove("SSL_CERT_FILE"),
+        };
+        let child = KillOnDrop::new(command.stdin(Stdio::null()).spawn().unwrap());
+        wait_for(&format!("{name} on port {port}"), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        running.push((name, port, log, child));
+    }
+    let mut number = 1;
+    wait_for("an event over TLS from each trusting middle", || {
+        for (_, port, ..) in &running {
+            let answer = common::post(&format!("127.0.0.1:{port}"), &new_payload(number));
+            assert!(answer.contains("\"VALID\""), "{answer}");
+        }
+        number += 1;
+        std::thread::sleep(Duration::from_millis(300));
+        ["sszgate-tls", "rpc-snooper-tls"]
+            .iter()
+            .all(|name| !server.events_from(name).is_empty())
+    });
+    let (_, _, untrusting_log, _) = &running[2];
+    wait_for("the untrusting middle's drops counted", || {
+        dropped_total(&read(untrusting_log)) > 0
+    });
+    assert!(server.events_from("sszgate-untrusting").is_empty());
+    let log = plain(&read(untrusting_log));
+    assert!(
+        log.contains("certificate") || log.contains("UnknownIssuer"),
+        "the refusal says why: {log}"
+    );
+    for (_, _, _, child) in running {
+        drop(child);
     }
 }

@@ -300,7 +300,7 @@ const FLAGS: &[Flag] = &[
         None,
         Kind::List,
         "SNOOPER_XATU_OUTPUTS",
-        "xatu:HOST:PORT, http:URL or stdout (repeatable)",
+        "xatu:HOST:PORT, http:URL (http or https) or stdout (repeatable)",
     ),
     flag(
         "xatu-label",
@@ -314,7 +314,7 @@ const FLAGS: &[Flag] = &[
         None,
         Kind::Bool,
         "SNOOPER_XATU_TLS",
-        "TLS to the xatu server: refused (plaintext gRPC only)",
+        "TLS to the xatu server (system roots, or SSL_CERT_FILE)",
     ),
     flag(
         "xatu-header",

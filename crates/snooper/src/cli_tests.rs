@@ -168,10 +168,17 @@ fn xatu_flags_resolve_with_repeats_and_environment_lists() {
         flags_win.xatu.unwrap().outputs,
         [Output::Xatu("f:2".into())]
     );
-    let err = parse_with("--xatu-tls http://el", &env).unwrap_err();
-    assert!(
-        matches!(&err, CliError::Refused { flag, .. } if flag == "--xatu-tls"),
-        "{err}"
+    // --xatu-tls (flag or SNOOPER_XATU_TLS) puts the xatu outputs on TLS, not http: ones.
+    let tls = parse_with(
+        "--xatu-tls --xatu-output xatu:g:443,http:https://h/x http://el",
+        &env,
+    );
+    assert_eq!(
+        tls.unwrap().xatu.unwrap().outputs,
+        [
+            Output::XatuTls("g:443".into()),
+            Output::Http("https://h/x".into())
+        ]
     );
     let err = parse_with("--xatu-network-id=0 http://el", &env).unwrap_err();
     assert!(err.to_string().contains("--xatu-network-id"), "{err}");

@@ -31,12 +31,6 @@ pub fn resolve(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<XatuSettin
     if !on("xatu-enabled") {
         return Ok(None);
     }
-    if on("xatu-tls") {
-        return Err(CliError::Refused {
-            flag: "--xatu-tls".into(),
-            why: "TLS to the xatu server is not implemented (plaintext gRPC and http: only)".into(),
-        });
-    }
     let required = |long: &str| {
         get(long)
             .filter(|v| !v.is_empty())
@@ -54,9 +48,10 @@ pub fn resolve(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<XatuSettin
         .ok()
         .filter(|n| *n != 0)
         .ok_or_else(|| bad("xatu-network-id", &id, "a non-zero integer"))?;
+    let tls = on("xatu-tls");
     let outputs = items(get("xatu-output"))
         .iter()
-        .map(|o| output(o))
+        .map(|o| output(o, tls))
         .collect::<Result<Vec<_>, _>>()?;
     if outputs.is_empty() {
         return Err(bad("xatu-output", "", "at least one output is required"));
@@ -103,8 +98,9 @@ fn bounds(get: &dyn Fn(&str) -> Option<String>) -> Result<Bounds, CliError> {
     })
 }
 
-/// One `--xatu-output`: `stdout`, `http:URL` or `xatu:HOST:PORT`.
-fn output(text: &str) -> Result<Output, CliError> {
+/// One `--xatu-output`: `stdout`, `http:URL` or `xatu:HOST:PORT` (over TLS with `tls`, as
+/// rpc-snooper's `--xatu-tls` applies to its xatu outputs).
+fn output(text: &str, tls: bool) -> Result<Output, CliError> {
     let flag = "xatu-output";
     if text == "stdout" {
         return Ok(Output::Stdout);
@@ -116,9 +112,12 @@ fn output(text: &str) -> Result<Output, CliError> {
         return Err(bad(flag, text, "an address after the type"));
     }
     match kind {
+        "xatu" if tls => Ok(Output::XatuTls(address.to_string())),
         "xatu" => Ok(Output::Xatu(address.to_string())),
-        "http" if address.starts_with("http://") => Ok(Output::Http(address.to_string())),
-        "http" => Err(bad(flag, text, "an http:// URL (https is not implemented)")),
+        "http" if address.starts_with("http://") || address.starts_with("https://") => {
+            Ok(Output::Http(address.to_string()))
+        }
+        "http" => Err(bad(flag, text, "an http:// or https:// URL")),
         "kafka" => Err(CliError::Refused {
             flag: format!("--{flag} {text}"),
             why: "kafka output is not implemented (rpc-snooper refuses it at start too)".into(),
@@ -257,7 +256,7 @@ mod tests {
         assert!(with("xatu-label", "=v").contains("--xatu-label"));
         assert!(with("xatu-max-queue-size", "99999999999").contains("--xatu-max-queue-size"));
         assert!(with("xatu-batch-timeout", "5 parsecs").contains("--xatu-batch-timeout"));
-        assert!(with("xatu-tls", "true").contains("--xatu-tls"));
+        assert!(with("xatu-output", "http:ftp://h/x").contains("--xatu-output"));
     }
 
     #[test]

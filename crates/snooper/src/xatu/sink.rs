@@ -6,8 +6,10 @@
 //! batch processor does: the relay is never held and memory stays bounded while a server is
 //! down; publishing resumes with the next batch once it is back.
 //!
-//! Outputs: `xatu:HOST:PORT` (gRPC `xatu.EventIngester/CreateEvents` over plaintext HTTP/2),
-//! `http:URL` (a POST of NDJSON, one protojson event per line) and `stdout` (the same lines).
+//! Outputs: `xatu:HOST:PORT` (gRPC `xatu.EventIngester/CreateEvents` over HTTP/2, plaintext or,
+//! with `--xatu-tls`, TLS with ALPN `h2`), `http:URL` (a POST of NDJSON, one protojson event per
+//! line; `http://` or `https://`) and `stdout` (the same lines). TLS checks the server's
+//! certificate against the system's roots, or `SSL_CERT_FILE` / `SSL_CERT_DIR` when set.
 //!
 //! Not here: what the events hold (`event`, `wire`).
 
@@ -22,6 +24,7 @@ use std::{
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
 use hyper_util::{
     client::legacy::{Client, connect::HttpConnector},
     rt::TokioExecutor,
@@ -39,6 +42,24 @@ pub enum Output {
     Http(String),
     /// gRPC to a xatu server at this `host:port`.
     Xatu(String),
+    /// gRPC over TLS to a xatu server at this `host:port` (`--xatu-tls`).
+    XatuTls(String),
+}
+
+impl Output {
+    /// Whether the output speaks gRPC (HTTP/2 only).
+    fn is_grpc(&self) -> bool {
+        matches!(self, Output::Xatu(_) | Output::XatuTls(_))
+    }
+
+    /// Whether the output needs TLS.
+    fn needs_tls(&self) -> bool {
+        match self {
+            Output::XatuTls(_) => true,
+            Output::Http(url) => url.starts_with("https://"),
+            Output::Xatu(_) | Output::Stdout => false,
+        }
+    }
 }
 
 /// The batching bounds, shared by all outputs.
@@ -142,7 +163,7 @@ async fn batches(
 struct Exporter {
     output: Output,
     headers: Vec<(HeaderName, HeaderValue)>,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl Exporter {
@@ -156,14 +177,15 @@ impl Exporter {
             .collect();
         let mut builder = Client::builder(TokioExecutor::new());
         builder
-            .http2_only(matches!(output, Output::Xatu(_)))
+            .http2_only(output.is_grpc())
             .timer(hyper_util::rt::TokioTimer::new())
             .http2_keep_alive_interval(bounds.keepalive)
             .http2_keep_alive_timeout(bounds.keepalive_timeout);
+        let connector = connector(&output);
         Exporter {
             output,
             headers,
-            client: builder.build_http(),
+            client: builder.build(connector),
         }
     }
 
@@ -172,6 +194,7 @@ impl Exporter {
             Output::Stdout => "stdout".into(),
             Output::Http(url) => format!("http:{url}"),
             Output::Xatu(addr) => format!("xatu:{addr}"),
+            Output::XatuTls(addr) => format!("xatu:{addr} (TLS)"),
         }
     }
 
@@ -186,7 +209,8 @@ impl Exporter {
                     .map_err(|e| e.to_string())
             }
             Output::Http(url) => self.post(url, "application/x-ndjson", ndjson(batch)).await,
-            Output::Xatu(addr) => self.grpc(addr, batch).await,
+            Output::Xatu(addr) => self.grpc(&format!("http://{addr}"), batch).await,
+            Output::XatuTls(addr) => self.grpc(&format!("https://{addr}"), batch).await,
         }
     }
 
@@ -225,15 +249,16 @@ impl Exporter {
         })
     }
 
-    /// One `CreateEvents` call; the answer's `grpc-status` (trailer, or header for a
-    /// trailers-only answer) must be 0.
-    async fn grpc(&self, addr: &str, batch: &[Event]) -> Result<(), String> {
+    /// One `CreateEvents` call to the server at `base` (`http://` or `https://` and
+    /// `host:port`); the answer's `grpc-status` (trailer, or header for a trailers-only
+    /// answer) must be 0.
+    async fn grpc(&self, base: &str, batch: &[Event]) -> Result<(), String> {
         let message = wire::create_events_request(batch);
         let mut framed = BytesMut::with_capacity(5 + message.len());
         framed.put_u8(0);
         framed.put_u32(u32::try_from(message.len()).map_err(|_| "batch over 4 GiB")?);
         framed.put_slice(&message);
-        let url = format!("http://{addr}/xatu.EventIngester/CreateEvents");
+        let url = format!("{base}/xatu.EventIngester/CreateEvents");
         let response = self.send(&url, GRPC, framed.to_vec()).await?;
         if !response.status().is_success() {
             return Err(format!("HTTP status {}", response.status()));
@@ -261,6 +286,49 @@ impl Exporter {
 }
 
 const GRPC: &str = "application/grpc";
+
+/// The connector of an output: plain TCP, and TLS for `https://` (ALPN `h2` for gRPC,
+/// `http/1.1` for NDJSON posts) against the system's roots. An output that needs no TLS
+/// gets an empty root store: it never makes a TLS connection, and reads no certificates.
+fn connector(output: &Output) -> HttpsConnector<HttpConnector> {
+    let roots = match output.needs_tls() {
+        true => system_roots(),
+        false => rustls::RootCertStore::empty(),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports rustls' default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http();
+    match output.is_grpc() {
+        true => builder.enable_http2().wrap_connector(tcp),
+        false => builder.enable_http1().wrap_connector(tcp),
+    }
+}
+
+/// The system's trusted roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` when set); what cannot be read
+/// is said once, and an empty store then fails every TLS export with the reason in the log.
+fn system_roots() -> rustls::RootCertStore {
+    let found = rustls_native_certs::load_native_certs();
+    for error in &found.errors {
+        tracing::warn!(%error, "reading the system's TLS roots for xatu");
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, ignored) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        tracing::warn!(
+            ignored,
+            "no TLS roots found for xatu: TLS exports will fail"
+        );
+    }
+    roots
+}
 
 /// Protojson lines, one per event.
 fn ndjson(batch: &[Event]) -> Vec<u8> {
