@@ -9,7 +9,9 @@
 //! Differences from rpc-snooper's events, by design: `meta.client.implementation`
 //! (`sszgate`) and `meta.client.version` (sszgate's); per event, `event.id` (a fresh UUID),
 //! `event.date_time`, `requested_at` and `duration_ms` (each proxy's own clock and round
-//! trip: rpc-snooper's includes sszgate's relay here) — the test leaves exactly those out.
+//! trip: rpc-snooper's includes sszgate's relay here); the `sszgate_*` labels sszgate adds
+//! (its facts of the call, which xatu's messages have no field for) — the test leaves exactly
+//! those out, and checks the labels' values on their own.
 //!
 //! Needs geth, rpc-snooper (`SSZGATE_RPC_SNOOPER` or `~/.cache/rpc-snooper-6452c11`), the
 //! xatu binary (`SSZGATE_XATU` or `~/.cache/xatu-v1.8.1/bin/xatu`) and python3. Locally a
@@ -214,6 +216,9 @@ fn comparable(event: &Value) -> Value {
     for field in ["name", "version", "implementation"] {
         client.remove(field);
     }
+    if let Some(labels) = client.get_mut("labels").and_then(Value::as_object_mut) {
+        labels.retain(|key, _| !key.starts_with("sszgate_"));
+    }
     e
 }
 
@@ -323,6 +328,7 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
     // getBlobs: hashes geth does not have, in both versions (answers differ by version).
     let addr = format!("127.0.0.1:{rs_port}");
     let hash = |b: u8| format!("\"0x01{}\"", format!("{b:02x}").repeat(31));
+    let mut sent = Vec::new();
     for (method, hashes) in [
         ("engine_getBlobsV1", [hash(1), hash(2)]),
         ("engine_getBlobsV2", [hash(3), hash(4)]),
@@ -332,6 +338,7 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
             hashes.join(",")
         );
         engine_call(&addr, &secret, &body);
+        sent.push((hashes[0].trim_matches('"').to_string(), body.len()));
     }
 
     let settled = || {
@@ -365,6 +372,29 @@ async fn rpc_snooper_and_sszgate_publish_equal_events_to_a_real_xatu_server() {
         .iter()
         .filter(|e| e["EXECUTION_ENGINE_NEW_PAYLOAD"]["status"] == "VALID");
     assert!(valid.count() >= 3, "{sg:?}");
+    // sszgate's own facts ride in its labels: each getBlobs event names the bytes of the very
+    // request sent, and every event a status and sizes.
+    for (first_hash, len) in sent {
+        let event = sg
+            .iter()
+            .find(|e| e["EXECUTION_ENGINE_GET_BLOBS"]["versioned_hashes"][0] == first_hash)
+            .unwrap_or_else(|| panic!("no getBlobs event for {first_hash}: {sg:?}"));
+        let labels = &event["meta"]["client"]["labels"];
+        assert_eq!(labels["sszgate_request_bytes"], len.to_string(), "{event}");
+    }
+    for event in &sg {
+        let labels = &event["meta"]["client"]["labels"];
+        assert_eq!(labels["sszgate_http_status"], "200", "{event}");
+        for key in ["sszgate_response_bytes", "sszgate_duration_us"] {
+            let value = labels[key].as_str().and_then(|v| v.parse::<u64>().ok());
+            assert!(value.is_some_and(|v| v > 0), "{key} in {event}");
+        }
+    }
+    assert!(rs.iter().all(|e| {
+        e["meta"]["client"]["labels"]
+            .as_object()
+            .is_some_and(|l| !l.keys().any(|k| k.starts_with("sszgate_")))
+    }));
     drop(snooper); // rpc-snooper ends on SIGTERM with the signal's status: killed instead
     sszgate.terminate();
     drop(devnet);

@@ -15,7 +15,7 @@ pub mod wire;
 
 use std::{
     sync::{Arc, RwLock, atomic::Ordering},
-    time::{Duration, SystemTime},
+    time::SystemTime,
 };
 
 use sszgate_gateway::Exchange;
@@ -96,7 +96,7 @@ impl Xatu {
         }
         match event::read(&exchange.request, answer) {
             Some(Seen::ClientVersion(execution)) => self.set_execution(execution),
-            Some(Seen::Event(data)) => self.publish(data, exchange.duration, ended),
+            Some(Seen::Event(data)) => self.publish(data, exchange, ended),
             None => {}
         }
     }
@@ -111,7 +111,8 @@ impl Xatu {
         }
     }
 
-    fn publish(&self, data: wire::EventData, duration: Duration, ended: SystemTime) {
+    fn publish(&self, data: wire::EventData, exchange: &Exchange, ended: SystemTime) {
+        let duration = exchange.duration;
         let client = self.meta.read().unwrap_or_else(|e| e.into_inner()).clone();
         if client.execution.is_none() {
             self.before_version.fetch_add(1, Ordering::Relaxed);
@@ -124,6 +125,7 @@ impl Xatu {
             requested_at: ended.checked_sub(duration).unwrap_or(ended),
             duration_ms: duration.as_millis() as u64,
             data,
+            facts: facts(exchange),
         };
         for sink in &self.sinks {
             sink.offer(event.clone());
@@ -144,4 +146,21 @@ impl Xatu {
         }
         t
     }
+}
+
+/// sszgate's facts of a call for its event's labels (see [`wire::Event::facts`]): the
+/// request's and the answer's bytes, the round trip in µs, the HTTP status.
+fn facts(exchange: &Exchange) -> Vec<(String, String)> {
+    [
+        ("sszgate_request_bytes", exchange.request.len().to_string()),
+        ("sszgate_response_bytes", exchange.response_len.to_string()),
+        (
+            "sszgate_duration_us",
+            exchange.duration.as_micros().to_string(),
+        ),
+        ("sszgate_http_status", exchange.status.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }

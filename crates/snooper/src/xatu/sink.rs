@@ -355,6 +355,7 @@ mod tests {
             requested_at: SystemTime::now(),
             duration_ms: 1,
             data: EventData::GetBlobs(GetBlobs::default()),
+            facts: Vec::new(),
         }
     }
 

@@ -74,6 +74,10 @@ pub struct Event {
     pub duration_ms: u64,
     /// The event's own data.
     pub data: EventData,
+    /// What sszgate knows of the call that xatu's event has no field for (sizes, the exact
+    /// round trip, the HTTP status), sent as `sszgate_*` labels next to `--xatu-label`'s:
+    /// the client labels are the one place a xatu event has room for them.
+    pub facts: Vec<(String, String)>,
 }
 
 /// The data of the two event kinds rpc-snooper publishes.
@@ -204,12 +208,15 @@ fn timestamp(t: SystemTime) -> Message {
 pub fn create_events_request(events: &[Event]) -> Vec<u8> {
     let mut request = Message::default();
     for event in events {
-        request.message(1, decorated_event(event, &client_meta(&event.client)));
+        request.message(
+            1,
+            decorated_event(event, &client_meta(&event.client, &event.facts)),
+        );
     }
     request.0
 }
 
-fn client_meta(c: &ClientMeta) -> Vec<u8> {
+fn client_meta(c: &ClientMeta, facts: &[(String, String)]) -> Vec<u8> {
     let mut network = Message::default();
     network.string(1, &c.network_name).uint(2, c.network_id);
     let mut ethereum = Message::default();
@@ -229,7 +236,7 @@ fn client_meta(c: &ClientMeta) -> Vec<u8> {
         .string(2, &c.version)
         .string(4, &c.implementation)
         .message(8, ethereum);
-    for (k, v) in &c.labels {
+    for (k, v) in c.labels.iter().chain(facts) {
         let mut entry = Message::default();
         entry.string(1, k).string(2, v);
         m.message(9, entry);
@@ -349,12 +356,12 @@ pub fn event_json(e: &Event) -> Value {
     data.insert("duration_ms".into(), json!(e.duration_ms.to_string()));
     json!({
         "event": {"name": name, "date_time": rfc3339(e.date_time), "id": e.id},
-        "meta": {"client": client_json(&e.client)},
+        "meta": {"client": client_json(&e.client, &e.facts)},
         name: data,
     })
 }
 
-fn client_json(c: &ClientMeta) -> Value {
+fn client_json(c: &ClientMeta, facts: &[(String, String)]) -> Value {
     let mut network = Map::new();
     put(&mut network, "name", json!(c.network_name));
     if c.network_id != 0 {
@@ -379,6 +386,7 @@ fn client_json(c: &ClientMeta) -> Value {
     let labels: Map<String, Value> = c
         .labels
         .iter()
+        .chain(facts)
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect();
     put(&mut m, "labels", Value::Object(labels));
