@@ -25,7 +25,9 @@ typedef struct sszgate_verifier sszgate_verifier;
 
 /**
  * Makes a verifier. `options_json`: {"network": "mainnet"|"sepolia"|"hoodi"|{custom},
- * "checkpoint": "0x…", "now": unix_seconds, "maxHeadAge": n, "minParticipation": n}.
+ * "checkpoint": "0x…", "now": unix_seconds, "maxHeadAge": n, "minParticipation": n,
+ * "acceptIncompleteLogs": bool (take eth_getLogs in colibri's form, which cannot show that no
+ * block was left out; off by default)}.
  * `state`/`state_len`: bytes from sszgate_verifier_save_state, or NULL/0.
  * Returns NULL on error and sets *error (if error is not NULL) to a message.
  */

@@ -25,11 +25,14 @@ fn proof(case: &str) -> Vec<u8> {
     common::read(&case_dir(case).join("proof.ssz"))
 }
 
-/// The time the case was fresh at: the start of the slot after its signature.
+/// The time the case was fresh at: the start of the slot after its (newest block's) signature.
 fn now_for(case: &str) -> u64 {
-    let slot = expected(case)["decoded"]["checks"]["signature"]["signed_slot"]
-        .as_u64()
-        .unwrap();
+    let checks = &expected(case)["decoded"]["checks"];
+    let signature = match checks["blocks"].as_array() {
+        Some(blocks) => &blocks.last().unwrap()["signature"],
+        None => &checks["signature"],
+    };
+    let slot = signature["signed_slot"].as_u64().unwrap();
     1_606_824_023 + (slot + 1) * 12
 }
 
@@ -106,6 +109,10 @@ fn misuse_is_an_error_naming_what() {
         (
             r#"{"network":"mainnet","maxHeadAge":-1,"checkpoint":"0x1111111111111111111111111111111111111111111111111111111111111111"}"#,
             "maxHeadAge",
+        ),
+        (
+            r#"{"network":"mainnet","acceptIncompleteLogs":"yes","checkpoint":"0x1111111111111111111111111111111111111111111111111111111111111111"}"#,
+            "acceptIncompleteLogs",
         ),
     ] {
         let err = Verifier::new(options, None).unwrap_err();
@@ -195,4 +202,64 @@ fn a_state_saved_in_the_earlier_form_loads_checked_and_answers() {
     changed[42 + 8 + 513 * 48 + 96 * 3 + 40] ^= 1;
     let err = Verifier::new(mainnet, Some(&changed)).unwrap_err();
     assert!(err.to_string().contains("entry 0"), "{err}");
+}
+
+/// colibri's eth_getLogs form cannot show that no block of the range was left out: refused
+/// naming `completeness` unless the options take it (`acceptIncompleteLogs`, as `sszgate rpc
+/// --accept-incomplete-logs`); taken, its logs are the recorded ones, and a changed log is
+/// still refused by the receipt proofs.
+#[cfg(feature = "logs")]
+#[test]
+fn colibri_logs_are_refused_as_incomplete_unless_the_options_take_them() {
+    let case = "eth_getLogs1";
+    let recorded = expected(case)["result"].clone();
+    let keys = common::read(&case_dir(case).join("sync_committee_1351.pubkeys"));
+    for accept in [None, Some(false), Some(true)] {
+        let mut options = serde_json::json!({
+            "network": "mainnet",
+            "checkpoint": format!("0x{}", "11".repeat(32)),
+        });
+        if let Some(accept) = accept {
+            options["acceptIncompleteLogs"] = accept.into();
+        }
+        let mut v = Verifier::new(&options.to_string(), None).unwrap();
+        v.add_committee_keys(1351, &keys).unwrap();
+        let got = verify(&mut v, case, &proof(case));
+        if accept != Some(true) {
+            let err = got.unwrap_err();
+            assert!(
+                matches!(&err, VerifierError::Refused { check: Some(c), .. } if c == "completeness"),
+                "{accept:?}: {err:?}"
+            );
+            continue;
+        }
+        let logs = got.unwrap();
+        let (logs, recorded) = (logs.as_array().unwrap(), recorded.as_array().unwrap());
+        assert_eq!(logs.len(), recorded.len());
+        for (ours, theirs) in logs.iter().zip(recorded) {
+            for field in [
+                "blockHash",
+                "blockNumber",
+                "transactionHash",
+                "address",
+                "topics",
+                "data",
+            ] {
+                assert_eq!(ours[field], theirs[field], "{field}");
+            }
+        }
+        // The emitting contract's address in the last receipt the proof carries, changed.
+        let address = const_hex::decode(recorded[0]["address"].as_str().unwrap()).unwrap();
+        let mut changed = proof(case);
+        let at = changed
+            .windows(address.len())
+            .rposition(|w| w == address.as_slice())
+            .expect("the address is in a proven receipt");
+        changed[at] ^= 1;
+        let err = verify(&mut v, case, &changed).unwrap_err();
+        assert!(
+            matches!(&err, VerifierError::Refused { check: Some(_), .. }),
+            "{err:?}"
+        );
+    }
 }
