@@ -124,7 +124,7 @@ fn check_link(prev: &LogsRangeBlock, b: &LogsRangeBlock, what: &str) -> Result<(
 
 /// One block proven to its header; the matching logs of its receipts.
 fn verify_block(filter: &Filter, b: &LogsRangeBlock, what: &str) -> Result<Vec<Log>, ProofError> {
-    let mut leaves = BTreeMap::from([
+    let mut leaves = multiproof::Leaves::from([
         (BLOCK_NUMBER, u64_leaf(b.block_number)),
         (BLOCK_HASH, b.block_hash),
         (PARENT_HASH, b.parent_hash),

@@ -5,7 +5,7 @@
 //! (§6). What does not live here: hashing containers (`tree_hash`), branches of a fixed depth
 //! (`sszgate_light::merkle`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use alloy_primitives::B256;
 use sha2::{Digest, Sha256};
@@ -74,6 +74,39 @@ fn helpers_of(leaves: impl IntoIterator<Item = u64>) -> Vec<u64> {
     helpers
 }
 
+/// A multiproof's leaves: nodes by generalized index, kept sorted (a few per proof; a vector
+/// links less code than a map).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leaves(Vec<(u64, B256)>);
+
+impl Leaves {
+    /// Sets the leaf at `gindex`, returning the node it replaces.
+    pub fn insert(&mut self, gindex: u64, node: B256) -> Option<B256> {
+        match self.0.binary_search_by_key(&gindex, |(g, _)| *g) {
+            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, node)),
+            Err(at) => {
+                self.0.insert(at, (gindex, node));
+                None
+            }
+        }
+    }
+
+    /// The generalized indices, ascending.
+    pub fn gindices(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().map(|(g, _)| *g)
+    }
+}
+
+impl<const N: usize> From<[(u64, B256); N]> for Leaves {
+    fn from(leaves: [(u64, B256); N]) -> Leaves {
+        let mut all = Leaves::default();
+        for (g, node) in leaves {
+            all.insert(g, node);
+        }
+        all
+    }
+}
+
 fn hash_pair(left: &B256, right: &B256) -> B256 {
     let mut h = Sha256::new();
     h.update(left);
@@ -83,21 +116,16 @@ fn hash_pair(left: &B256, right: &B256) -> B256 {
 
 /// Folds `leaves` (gindex → node) with `proof` (the helper nodes, descending) to the root,
 /// and compares it with `root`. `what` names the proof in errors.
-pub fn verify(
-    leaves: &BTreeMap<u64, B256>,
-    proof: &[B256],
-    root: B256,
-    what: &str,
-) -> Result<(), ProofError> {
-    if let Some(g) = leaves.keys().find(|g| **g < 2 || **g >= MAX_GINDEX) {
+pub fn verify(leaves: &Leaves, proof: &[B256], root: B256, what: &str) -> Result<(), ProofError> {
+    if let Some(g) = leaves.gindices().find(|g| *g < 2 || *g >= MAX_GINDEX) {
         return fail(
             Check::BodyRoot,
             format!("{what}: leaf gindex {g} out of range"),
         );
     }
-    let helpers = helpers_of(leaves.keys().copied());
+    let helpers = helpers_of(leaves.gindices());
     ensure(helpers.len() == proof.len(), Check::BodyRoot, || {
-        let indices: Vec<u64> = leaves.keys().copied().collect();
+        let indices: Vec<u64> = leaves.gindices().collect();
         format!(
             "{what}: {} proof nodes, the leaves {indices:?} need {}",
             proof.len(),
@@ -106,7 +134,7 @@ pub fn verify(
     })?;
     // Every node known so far, by ascending gindex (leaves and helpers never share one: the
     // helpers are off the leaves' paths).
-    let mut nodes: Vec<(u64, B256)> = leaves.iter().map(|(g, n)| (*g, *n)).collect();
+    let mut nodes = leaves.0.clone();
     nodes.extend(helpers.iter().copied().zip(proof.iter().copied()));
     nodes.sort_unstable_by_key(|(g, _)| *g);
     // Deepest first: the greatest gindex is a right child whose sibling is the next node.
@@ -140,6 +168,7 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn single_leaf_helpers_are_its_branch() {
@@ -160,7 +189,7 @@ mod tests {
             &hash_pair(&leaf(4), &leaf(5)),
             &hash_pair(&leaf(6), &leaf(7)),
         );
-        let leaves = BTreeMap::from([(4, leaf(4)), (7, leaf(7))]);
+        let leaves = Leaves::from([(4, leaf(4)), (7, leaf(7))]);
         let proof = [leaf(6), leaf(5)];
         assert!(verify(&leaves, &proof, root, "t").is_ok());
         let wrong = [leaf(5), leaf(6)];
@@ -241,7 +270,8 @@ mod tests {
                 3 => proof.push(B256::ZERO),
                 _ => {}
             }
-            let ours = verify(&leaves, &proof, tree[1], "t").map_err(|e| e.to_string());
+            let as_leaves = Leaves(leaves.iter().map(|(g, n)| (*g, *n)).collect());
+            let ours = verify(&as_leaves, &proof, tree[1], "t").map_err(|e| e.to_string());
             match reference(&leaves, &proof, tree[1]) {
                 Ok(()) => {
                     assert!(ours.is_ok(), "{leaves:?}: {ours:?}");

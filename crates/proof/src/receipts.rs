@@ -274,7 +274,7 @@ fn verify_logs_block(
     bi: usize,
 ) -> Result<BTreeMap<u32, (Tx, ReceiptEnvelope)>, ProofError> {
     let what = format!("LogsProof[{bi}]");
-    let mut leaves = BTreeMap::from([
+    let mut leaves = multiproof::Leaves::from([
         (BLOCK_NUMBER, u64_leaf(b.block_number)),
         (BLOCK_HASH, b.block_hash),
     ]);
