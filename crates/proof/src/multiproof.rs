@@ -197,6 +197,23 @@ mod tests {
         assert!(verify(&leaves, &proof[..1], root, "t").is_err());
     }
 
+    /// Leaves stay sorted by gindex whatever the order they come in; setting a leaf again
+    /// replaces it and returns the old node (colibri's LogsProof relies on it to refuse a
+    /// second receipts root).
+    #[test]
+    fn leaves_are_sorted_and_replaced() {
+        let leaf = |i: u8| B256::repeat_byte(i);
+        let mut leaves = Leaves::from([(9, leaf(9)), (4, leaf(4)), (7, leaf(7))]);
+        assert_eq!(leaves.gindices().collect::<Vec<_>>(), [4, 7, 9]);
+        assert_eq!(leaves.insert(7, leaf(1)), Some(leaf(7)));
+        assert_eq!(leaves.insert(5, leaf(5)), None);
+        assert_eq!(
+            leaves.0,
+            [(4, leaf(4)), (5, leaf(5)), (7, leaf(1)), (9, leaf(9))]
+        );
+        assert_eq!(Leaves::from([(3, leaf(1)), (3, leaf(2))]).0, [(3, leaf(2))]);
+    }
+
     /// The fold as it was written over a `BTreeMap` (before it moved to a sorted vector, which
     /// links less code): the reference the vector fold must agree with.
     fn reference(leaves: &BTreeMap<u64, B256>, proof: &[B256], root: B256) -> Result<(), String> {
