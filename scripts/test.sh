@@ -29,8 +29,7 @@ echo "== cargo test"
 cargo test --workspace --locked --no-fail-fast
 echo "== the receipts-only verifier build answers receipts and refuses every other method by name"
 echo "   (the facade, and the C library through its C program)"
-cargo test --locked -p sszgate-verifier --no-default-features --test families
-cargo test --locked -p sszgate-verifier-c --no-default-features
+cargo test --locked -p sszgate-verifier -p sszgate-verifier-c --no-default-features
 echo "== the verifier without the EVM (every family but call) builds and passes its tests"
 cargo test --locked -p sszgate-verifier -p sszgate-verifier-c --no-default-features \
   --features blocks,transactions,logs,accounts

@@ -10,6 +10,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+// The recorded-answer comparison of sszgate-verifier's tests.
+#[path = "../../verifier/tests/common/recorded.rs"]
+mod recorded;
+
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -92,30 +96,9 @@ impl Case {
         )
     }
 
-    /// `answer` is this case's recorded result: whole, or for a receipt the fields a proof
-    /// binds that sszgate renders as colibri does (crates/proof/README.md lists the others).
     fn assert_answer(&self, answer: &Value) {
-        let recorded = &self.expected["result"];
-        if self.method() != "eth_getTransactionReceipt" {
-            assert_eq!(answer, recorded);
-            return;
-        }
-        for field in [
-            "transactionHash",
-            "blockHash",
-            "blockNumber",
-            "from",
-            "to",
-            "status",
-        ] {
-            assert!(answer[field].is_string(), "{field} answered: {answer}");
-            assert_eq!(answer[field], recorded[field], "{field}");
-        }
-        assert_eq!(
-            answer["logs"].as_array().map(Vec::len),
-            recorded["logs"].as_array().map(Vec::len),
-            "logs"
-        );
+        let case = self.dir.display().to_string();
+        recorded::assert_recorded(&case, &self.expected, answer);
     }
 }
 
