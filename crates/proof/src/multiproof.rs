@@ -5,7 +5,7 @@
 //! (§6). What does not live here: hashing containers (`tree_hash`), branches of a fixed depth
 //! (`sszgate_light::merkle`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use alloy_primitives::B256;
 use sha2::{Digest, Sha256};
@@ -51,29 +51,25 @@ pub fn helper_indices(leaves: &BTreeSet<u64>) -> Vec<u64> {
     helpers_of(leaves.iter().copied())
 }
 
-/// [`helper_indices`] over sorted vectors: the verifier's multiproofs are a few hundred nodes
-/// at most, and one vector type links less code than a set and a map of each key type.
+/// [`helper_indices`] without sets: a parent's gindex is smaller than its children's, so taking
+/// the greatest pending node each time yields the path in descending order, each node once, and
+/// the helpers (siblings off the path) come out descending too: two path nodes that are not
+/// siblings keep their order when both flip their last bit. Memory stays within the path and
+/// the pending frontier whatever the leaves.
 fn helpers_of(leaves: impl IntoIterator<Item = u64>) -> Vec<u64> {
-    let mut path = Vec::new();
-    for leaf in leaves {
-        let mut g = leaf;
-        while g > 1 {
-            path.push(g);
-            g /= 2;
+    let mut pending: BinaryHeap<u64> = leaves.into_iter().filter(|g| *g > 1).collect();
+    let mut path: Vec<u64> = Vec::new();
+    while let Some(g) = pending.pop() {
+        if path.last() == Some(&g) {
+            continue;
+        }
+        path.push(g);
+        if g / 2 > 1 {
+            pending.push(g / 2);
         }
     }
-    path.sort_unstable();
-    path.dedup();
-    // Distinct nodes have distinct siblings, so the helpers need no dedup.
-    let mut helpers: Vec<u64> = path
-        .iter()
-        .map(|g| g ^ 1)
-        .filter(|s| path.binary_search(s).is_err())
-        .collect();
-    // Descending; the same sort as the path's (one sort routine linked, not two).
-    helpers.sort_unstable();
-    helpers.reverse();
-    helpers
+    let on_path = |g: &u64| path.binary_search_by(|p| g.cmp(p)).is_ok();
+    path.iter().map(|g| g ^ 1).filter(|s| !on_path(s)).collect()
 }
 
 /// A multiproof's leaves: nodes by generalized index, kept sorted (a few per proof; a vector
@@ -228,13 +224,31 @@ mod tests {
         assert_eq!(Leaves::from([(3, leaf(1)), (3, leaf(2))]).0, [(3, leaf(2))]);
     }
 
+    /// The helper indices as they were computed with sets: the reference for [`helpers_of`].
+    fn reference_helpers(leaves: &BTreeSet<u64>) -> Vec<u64> {
+        let mut path = BTreeSet::new();
+        for &leaf in leaves {
+            let mut g = leaf;
+            while g > 1 {
+                path.insert(g);
+                g /= 2;
+            }
+        }
+        let helpers: BTreeSet<u64> = path
+            .iter()
+            .map(|g| g ^ 1)
+            .filter(|s| !path.contains(s))
+            .collect();
+        helpers.into_iter().rev().collect()
+    }
+
     /// The fold as it was written over a `BTreeMap` (before it moved to a sorted vector, which
     /// links less code): the reference the vector fold must agree with.
     fn reference(leaves: &BTreeMap<u64, B256>, proof: &[B256], root: B256) -> Result<(), String> {
         if let Some(g) = leaves.keys().find(|g| **g < 2 || **g >= MAX_GINDEX) {
             return Err(format!("t: leaf gindex {g} out of range"));
         }
-        let helpers = helper_indices(&leaves.keys().copied().collect());
+        let helpers = reference_helpers(&leaves.keys().copied().collect());
         if helpers.len() != proof.len() {
             return Err("count".into());
         }
@@ -260,8 +274,9 @@ mod tests {
     }
 
     /// Random leaf sets of a depth-6 tree (any level, ancestors of each other included), with
-    /// their true helper nodes, one changed, one missing or one extra: the vector fold takes
-    /// and refuses exactly what the map fold did, with the same message.
+    /// their true helper nodes, one changed, one missing or one extra: the helper indices are
+    /// those the sets gave, and the vector fold takes and refuses exactly what the map fold
+    /// did, with the same message.
     #[test]
     fn the_vector_fold_agrees_with_the_map_fold() {
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
@@ -288,7 +303,9 @@ mod tests {
                     (g, tree[g as usize])
                 })
                 .collect();
-            let helpers = helper_indices(&leaves.keys().copied().collect());
+            let set: BTreeSet<u64> = leaves.keys().copied().collect();
+            let helpers = helper_indices(&set);
+            assert_eq!(helpers, reference_helpers(&set), "{set:?}");
             let mut proof: Vec<B256> = helpers.iter().map(|g| tree[*g as usize]).collect();
             match round % 4 {
                 1 if !proof.is_empty() => {
