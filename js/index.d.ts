@@ -20,6 +20,9 @@ export interface VerifierOptions {
   maxHeadAge?: number;
   /** Sync-committee signers required (default 342 of 512; never below the safety threshold). */
   minParticipation?: number;
+  /** Takes eth_getLogs in colibri's form, which cannot show that no block of the range was
+   *  left out (off by default: such a proof is refused, check `completeness`). */
+  acceptIncompleteLogs?: boolean;
 }
 
 /** An Error thrown for a refused proof; `check` names the check that failed. */

@@ -32,8 +32,8 @@ export async function supportedMethods() {
 }
 
 function optionsJson(options) {
-  const { network = 'mainnet', checkpoint, now, maxHeadAge, minParticipation } = options;
-  return JSON.stringify({ network, checkpoint, now, maxHeadAge, minParticipation });
+  const { network = 'mainnet', checkpoint, now, maxHeadAge, minParticipation, acceptIncompleteLogs } = options;
+  return JSON.stringify({ network, checkpoint, now, maxHeadAge, minParticipation, acceptIncompleteLogs });
 }
 
 function bytes(value, what) {

@@ -6,10 +6,12 @@
 # Needs clang and llvm-ar (blst's C is compiled for wasm32). The last line of output is the
 # package's directory.
 #
-# usage: scripts/build-js.sh [--no-evm | --receipts-only] [--names] [OUT_DIR]
+# usage: scripts/build-js.sh [--no-evm | --receipts-only | --families LIST] [--names] [OUT_DIR]
 #   (default OUT_DIR target/js/sszgate-verifier)
 #   --no-evm: without eth_call's EVM (revm): eth_call is refused, the WASM is ~40 % smaller.
 #   --receipts-only: eth_getTransactionReceipt alone; every other method is refused.
+#   --families LIST: receipts and the method families LIST names (comma-separated cargo
+#     features: blocks, transactions, logs, accounts, call), to measure what each costs.
 #   --names: keep the function names (profile `wasm` unstripped, wasm-opt -g) for
 #     `scripts/wasm_breakdown.py`; the module is larger by its name section only.
 set -euo pipefail
@@ -21,6 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --no-evm) FEATURES=(--no-default-features --features blocks,transactions,logs,accounts) ;;
     --receipts-only) FEATURES=(--no-default-features) ;;
+    --families) FEATURES=(--no-default-features --features "$2"); shift ;;
     --names)
       PROFILE=(--profile wasm-names --config 'profile.wasm-names.inherits="wasm"' --config 'profile.wasm-names.strip=false')
       PROFILE_DIR=wasm-names

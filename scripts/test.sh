@@ -28,7 +28,11 @@ fi
 echo "== cargo test"
 cargo test --workspace --locked --no-fail-fast
 echo "== the receipts-only verifier build answers receipts and refuses every other method by name"
-cargo test --locked -p sszgate-verifier --no-default-features --test families
+echo "   (the facade, and the C library through its C program)"
+cargo test --locked -p sszgate-verifier -p sszgate-verifier-c --no-default-features
+echo "== the verifier without the EVM (every family but call) builds and passes its tests"
+cargo test --locked -p sszgate-verifier -p sszgate-verifier-c --no-default-features \
+  --features blocks,transactions,logs,accounts
 
 echo "== the WASM verifier package's tests in Node (vectors, mutations, provider, npm pack, browser)"
 if [ -n "$pkg" ]; then

@@ -6,8 +6,6 @@
 //! `patricia`); a block-hash argument must equal the proven hash (§15 item 8: colibri's
 //! comparison is inverted); storage keys must be exactly the ones asked for.
 
-use std::collections::BTreeMap;
-
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::TrieAccount;
 use serde_json::{Value, json};
@@ -71,7 +69,7 @@ pub fn verify_state_proof(
     state_root: B256,
     block: &BlockArg,
 ) -> Result<(), ProofError> {
-    let mut leaves = BTreeMap::from([(STATE_ROOT, state_root)]);
+    let mut leaves = multiproof::Leaves::from([(STATE_ROOT, state_root)]);
     let matches = match (&sp.block, block) {
         (StateBlockUnion::None, BlockArg::Tag(tag)) => {
             let at = ProvenBlock {

@@ -6,8 +6,6 @@
 //! `requestsHash` is not rendered (the payload does not carry the requests), but `size` is
 //! (its length is fixed). What does not live here: transactions (`txs`).
 
-use std::collections::BTreeMap;
-
 use alloy_eips::eip4895::Withdrawal as ElWithdrawal;
 use alloy_primitives::{B256, keccak256};
 use alloy_trie::root::ordered_trie_root_with_encoder;
@@ -36,7 +34,7 @@ pub fn verify_block_number(
     trust: &TrustedState,
     p: &BlockNumberProof,
 ) -> Result<Value, ProofError> {
-    let leaves = BTreeMap::from([
+    let leaves = multiproof::Leaves::from([
         (BLOCK_NUMBER, u64_leaf(p.block_number)),
         (TIMESTAMP, u64_leaf(p.timestamp)),
     ]);
@@ -63,7 +61,7 @@ pub fn verify_block(
     params: &Value,
 ) -> Result<Value, ProofError> {
     let ExecutionPayloadUnion::Deneb(payload) = &p.execution_payload;
-    let leaves = BTreeMap::from([(EXECUTION_PAYLOAD, payload.tree_hash_root())]);
+    let leaves = multiproof::Leaves::from([(EXECUTION_PAYLOAD, payload.tree_hash_root())]);
     multiproof::verify(&leaves, &p.proof, p.header.body_root, "BlockProof.proof")?;
     let at = ProvenBlock {
         slot: p.header.slot,

@@ -13,8 +13,6 @@
 //!
 //! What does not live here: the filter (`filter`), colibri's `LogsProof` (`receipts`).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use alloy_consensus::ReceiptEnvelope;
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{B256, Bloom, keccak256};
@@ -124,7 +122,7 @@ fn check_link(prev: &LogsRangeBlock, b: &LogsRangeBlock, what: &str) -> Result<(
 
 /// One block proven to its header; the matching logs of its receipts.
 fn verify_block(filter: &Filter, b: &LogsRangeBlock, what: &str) -> Result<Vec<Log>, ProofError> {
-    let mut leaves = BTreeMap::from([
+    let mut leaves = multiproof::Leaves::from([
         (BLOCK_NUMBER, u64_leaf(b.block_number)),
         (BLOCK_HASH, b.block_hash),
         (PARENT_HASH, b.parent_hash),
@@ -143,15 +141,16 @@ fn verify_block(filter: &Filter, b: &LogsRangeBlock, what: &str) -> Result<Vec<L
     // Every receipt: their trie's root must be the proven one, so none can be left out.
     let raw: Vec<&[u8]> = b.receipts.iter().map(|r| &r[..]).collect();
     leaves.insert(RECEIPTS_ROOT, ordered_trie_root_encoded(&raw));
-    let mut txs = BTreeMap::new();
+    // By ascending index (checked), so looked up by binary search.
+    let mut txs: Vec<(u32, B256)> = Vec::with_capacity(b.txs.len());
     for (ti, t) in b.txs.iter().enumerate() {
         let index = t.transaction_index;
-        let ascending = txs.last_key_value().is_none_or(|(prior, _)| *prior < index);
+        let ascending = txs.last().is_none_or(|(prior, _)| *prior < index);
         ensure(ascending, Check::Transaction, || {
             format!("{what}.txs[{ti}]: index {index} not after the one before")
         })?;
         leaves.insert(transaction_gindex(index), tx_leaf(&t.transaction));
-        txs.insert(index, keccak256(&t.transaction[..]));
+        txs.push((index, keccak256(&t.transaction[..])));
     }
     let proof = format!(
         "{proof} (receiptsRoot of its {} receipts)",
@@ -161,22 +160,24 @@ fn verify_block(filter: &Filter, b: &LogsRangeBlock, what: &str) -> Result<Vec<L
     matching_logs(filter, b, &txs, what)
 }
 
-/// The logs of `b`'s receipts that match, each with its transaction's hash (from `txs`, which
-/// must hold exactly the transactions of the receipts with matching logs) and its position
-/// among all logs of the block.
+/// The logs of `b`'s receipts that match, each with its transaction's hash (from `txs`, by
+/// ascending index, which must hold exactly the transactions of the receipts with matching
+/// logs) and its position among all logs of the block.
 fn matching_logs(
     filter: &Filter,
     b: &LogsRangeBlock,
-    txs: &BTreeMap<u32, B256>,
+    txs: &[(u32, B256)],
     what: &str,
 ) -> Result<Vec<Log>, ProofError> {
-    let (mut out, mut needed, mut log_index) = (Vec::new(), BTreeSet::new(), 0u32);
+    // `needed` is filled in receipt order, so it is ascending too.
+    let (mut out, mut needed, mut log_index) = (Vec::new(), Vec::new(), 0u32);
     for (j, raw) in b.receipts.iter().enumerate() {
         let receipt = decode_receipt(raw, &format!("{what}.receipts[{j}]"))?;
         let index = u32::try_from(j).unwrap_or(u32::MAX);
         for l in receipt.logs() {
             if filter.matches(&l.address, l.topics()) {
-                let Some(hash) = txs.get(&index) else {
+                let found = txs.binary_search_by_key(&index, |(i, _)| *i).ok();
+                let Some((_, hash)) = found.and_then(|at| txs.get(at)) else {
                     return fail(
                         Check::Transaction,
                         format!(
@@ -184,13 +185,15 @@ fn matching_logs(
                         ),
                     );
                 };
-                needed.insert(index);
+                if needed.last() != Some(&index) {
+                    needed.push(index);
+                }
                 out.push(log_of(b, l, *hash, index, log_index, what)?);
             }
             log_index = log_index.saturating_add(1);
         }
     }
-    if let Some(extra) = txs.keys().find(|i| !needed.contains(*i)) {
+    if let Some((extra, _)) = txs.iter().find(|(i, _)| needed.binary_search(i).is_err()) {
         return fail(
             Check::Transaction,
             format!("{what}: transaction {extra} is in the proof but holds no matching log"),

@@ -11,8 +11,6 @@
 //! A `LogsProof` cannot show that no block of the range was left out; `verify` takes it only
 //! with `TrustedState::accept_incomplete_logs`. sszgate's own `LogsRangeProof` (`logs`) can.
 
-use std::collections::BTreeMap;
-
 use alloy_consensus::{ReceiptEnvelope, Transaction as _, TxReceipt};
 use alloy_eips::eip2718::{Decodable2718, Typed2718};
 use alloy_primitives::{B256, keccak256};
@@ -267,18 +265,18 @@ fn check_block(
 }
 
 /// One LogsBlock: receipts, root, transactions and header proven; returns the proven
-/// receipts by transaction index.
+/// receipts, in the proof's order, each transaction index once.
 fn verify_logs_block(
     trust: &TrustedState,
     b: &LogsBlock,
     bi: usize,
-) -> Result<BTreeMap<u32, (Tx, ReceiptEnvelope)>, ProofError> {
+) -> Result<Vec<ProvenReceipt>, ProofError> {
     let what = format!("LogsProof[{bi}]");
-    let mut leaves = BTreeMap::from([
+    let mut leaves = multiproof::Leaves::from([
         (BLOCK_NUMBER, u64_leaf(b.block_number)),
         (BLOCK_HASH, b.block_hash),
     ]);
-    let mut receipts = BTreeMap::new();
+    let mut receipts: Vec<ProvenReceipt> = Vec::with_capacity(b.txs.len());
     for (ti, t) in b.txs.iter().enumerate() {
         let LogsTx {
             transaction,
@@ -299,11 +297,20 @@ fn verify_logs_block(
             multiproof::transaction_gindex(*transaction_index),
             tx_leaf(transaction),
         );
+        // At most 256 transactions per block: a scan finds a repeat.
         ensure(
-            receipts.insert(*transaction_index, (tx, receipt)).is_none(),
+            receipts.iter().all(|r| r.index != *transaction_index),
             Check::ReceiptProof,
             || format!("{what}.txs[{ti}]: transaction {transaction_index} twice"),
         )?;
+        receipts.push(ProvenReceipt {
+            block: b.block_number,
+            block_hash: b.block_hash,
+            index: *transaction_index,
+            returned: vec![false; receipt.logs().len()],
+            tx,
+            receipt,
+        });
     }
     multiproof::verify(
         &leaves,
@@ -323,84 +330,92 @@ pub fn verify_logs(
     params: &Value,
 ) -> Result<Value, ProofError> {
     let filter = Filter::parse(params)?;
-    let mut proven = BTreeMap::new();
+    let mut proven: Vec<ProvenReceipt> = Vec::new();
     for (bi, b) in blocks.iter().enumerate() {
         check_block(&filter, trust, b, bi)?;
         let receipts = verify_logs_block(trust, b, bi)?;
+        // At most 256 blocks: a scan finds a repeat.
         ensure(
-            proven
-                .insert(b.block_number, (b.block_hash, receipts))
-                .is_none(),
+            blocks[..bi]
+                .iter()
+                .all(|o| o.block_number != b.block_number),
             Check::ProofKind,
             || format!("LogsProof[{bi}]: block {} twice", b.block_number),
         )?;
+        proven.extend(receipts);
     }
     // Every returned log: a matching, unused log of a proven receipt.
-    let mut used: Used = BTreeMap::new();
     for (i, log) in logs.iter().enumerate() {
         let what = format!("EthLogs[{i}]");
-        match_log(&proven, &mut used, log, &what)?;
+        match_log(&mut proven, log, &what)?;
         ensure(
             filter.matches(&log.address, &log.topics),
             Check::Request,
             || format!("{what}: does not match the filter"),
         )?;
     }
-    check_complete(&proven, &used, &filter)?;
+    check_complete(&proven, &filter)?;
     Ok(Value::Array(
         logs.iter().map(|l| render_log(l, false)).collect(),
     ))
 }
 
-/// Proven receipts: by block number, the block hash and the receipts by transaction index.
-type Proven = BTreeMap<u64, (B256, BTreeMap<u32, (Tx, ReceiptEnvelope)>)>;
-/// Which logs of each proven receipt (block number, transaction index) were returned.
-type Used = BTreeMap<(u64, u32), Vec<bool>>;
+/// A receipt a LogsProof proves, and which of its logs the answer returned. The receipts of
+/// a proof (at most 256 blocks of 256) stay in the proof's order and are found by a scan: a
+/// map of them linked more code than the scan costs time.
+struct ProvenReceipt {
+    block: u64,
+    block_hash: B256,
+    index: u32,
+    tx: Tx,
+    receipt: ReceiptEnvelope,
+    returned: Vec<bool>,
+}
 
 /// Marks the proven log `log` equals (one not returned before), or fails.
-fn match_log(proven: &Proven, used: &mut Used, log: &Log, what: &str) -> Result<(), ProofError> {
+fn match_log(proven: &mut [ProvenReceipt], log: &Log, what: &str) -> Result<(), ProofError> {
     let (block, index) = (log.block_number, log.transaction_index);
-    let Some((block_hash, (tx, receipt))) = proven
-        .get(&block)
-        .and_then(|(h, r)| r.get(&index).map(|x| (*h, x)))
+    let Some(p) = proven
+        .iter_mut()
+        .find(|p| p.block == block && p.index == index)
     else {
         return fail(
             Check::ReceiptData,
             format!("{what}: no proven receipt for block {block} transaction {index}"),
         );
     };
-    let flags = used
-        .entry((block, index))
-        .or_insert_with(|| vec![false; receipt.logs().len()]);
-    let found = receipt.logs().iter().enumerate().position(|(j, l)| {
-        !flags[j] && check_log(log, l, tx, (block_hash, block), index, what).is_ok()
-    });
+    let at = (p.block_hash, block);
+    let found = p
+        .receipt
+        .logs()
+        .iter()
+        .enumerate()
+        .position(|(j, l)| !p.returned[j] && check_log(log, l, &p.tx, at, index, what).is_ok());
     let Some(j) = found else {
         return fail(
             Check::ReceiptData,
             format!("{what}: equals no (unreturned) log of the proven receipt"),
         );
     };
-    flags[j] = true;
+    p.returned[j] = true;
     Ok(())
 }
 
 /// Every log of a proven receipt that matches the filter was returned.
-fn check_complete(proven: &Proven, used: &Used, filter: &Filter) -> Result<(), ProofError> {
-    for (number, (_, receipts)) in proven {
-        for (index, (_, receipt)) in receipts {
-            for (j, l) in receipt.logs().iter().enumerate() {
-                let returned = used.get(&(*number, *index)).is_some_and(|f| f[j]);
-                ensure(
-                    returned || !filter.matches(&l.address, l.topics()),
-                    Check::ReceiptData,
-                    || {
-                        format!(
-                            "block {number} transaction {index}: its log {j} matches the filter but was not returned"
-                        )
-                    },
-                )?;
-            }
+fn check_complete(proven: &[ProvenReceipt], filter: &Filter) -> Result<(), ProofError> {
+    for p in proven {
+        for (j, l) in p.receipt.logs().iter().enumerate() {
+            let returned = p.returned.get(j).copied().unwrap_or(false);
+            ensure(
+                returned || !filter.matches(&l.address, l.topics()),
+                Check::ReceiptData,
+                || {
+                    format!(
+                        "block {} transaction {}: its log {j} matches the filter but was not returned",
+                        p.block, p.index
+                    )
+                },
+            )?;
         }
     }
     Ok(())

@@ -26,6 +26,82 @@ pub fn describe(e: &DecodeError) -> String {
     }
 }
 
+/// One field of a container as [`split_fields`] reads it: its name, and its length when fixed
+/// (`None`: variable, an offset in the fixed part).
+pub(crate) type FieldLayout = (&'static str, Option<usize>);
+
+/// Cuts a container's `bytes` into its fields' bytes (`parts`, one per field of `layout`), with
+/// the checks of `ssz::SszDecoderBuilder` (a fixed field past the end, an offset short, into the
+/// fixed part, past the end or decreasing, bytes after a fixed-size container), errors naming
+/// `container` and the field. One function for every container, so that the offset checks
+/// are not copied into each container's decoder.
+pub(crate) fn split_fields<'a>(
+    container: &str,
+    bytes: &'a [u8],
+    layout: &[FieldLayout],
+    parts: &mut [&'a [u8]],
+) -> Result<(), DecodeError> {
+    let invalid_length = |expected| DecodeError::InvalidByteLength {
+        len: bytes.len(),
+        expected,
+    };
+    let (mut fixed_end, mut first, mut previous) = (0usize, None, None);
+    // A variable field's part is first the bytes from its offset to the end.
+    for ((field, fixed), part) in layout.iter().zip(parts.iter_mut()) {
+        let start = fixed_end;
+        let len = fixed.unwrap_or(ssz::BYTES_PER_LENGTH_OFFSET);
+        fixed_end = start.saturating_add(len);
+        let here = bytes.get(start..fixed_end);
+        if fixed.is_some() {
+            let e = invalid_length(fixed_end);
+            *part = here.ok_or_else(|| named(container, field, e))?;
+            continue;
+        }
+        let offset = ssz::read_offset(bytes.get(start..).unwrap_or_default())
+            .and_then(|o| checked_offset(o, previous, bytes.len()))
+            .map_err(|e| named(container, field, e))?;
+        first = first.or(Some(offset));
+        previous = Some(offset);
+        *part = bytes.get(offset..).unwrap_or_default();
+    }
+    let offsets_error = |e| Err(named(container, "(offsets)", e));
+    match first {
+        None if fixed_end != bytes.len() => return offsets_error(invalid_length(fixed_end)),
+        Some(o) if o < fixed_end => return offsets_error(DecodeError::OffsetIntoFixedPortion(o)),
+        Some(o) if o > fixed_end => {
+            return offsets_error(DecodeError::OffsetSkipsVariableBytes(o));
+        }
+        _ => {}
+    }
+    // Each variable part ends where the next one starts (offsets do not decrease).
+    let mut next_len = 0;
+    for ((_, fixed), part) in layout.iter().zip(parts.iter_mut()).rev() {
+        if fixed.is_none() {
+            let tail = *part;
+            *part = tail
+                .get(..tail.len().saturating_sub(next_len))
+                .unwrap_or_default();
+            next_len = tail.len();
+        }
+    }
+    Ok(())
+}
+
+/// `offset` if it is within `len` bytes and not before `previous` (as `ssz` checks offsets).
+fn checked_offset(
+    offset: usize,
+    previous: Option<usize>,
+    len: usize,
+) -> Result<usize, DecodeError> {
+    if offset > len {
+        Err(DecodeError::OffsetOutOfBounds(offset))
+    } else if previous.is_some_and(|p| p > offset) {
+        Err(DecodeError::OffsetsAreDecreasing(offset))
+    } else {
+        Ok(offset)
+    }
+}
+
 /// A container: the struct with `Encode` derived, and a `Decode` that names the field that
 /// failed. Extra derives (e.g. `TreeHash`) go in the attributes.
 macro_rules! container {
@@ -47,16 +123,16 @@ macro_rules! container {
             }
             fn from_ssz_bytes(bytes: &[u8]) -> Result<Self, ssz::DecodeError> {
                 let name = stringify!($name);
-                let mut builder = ssz::SszDecoderBuilder::new(bytes);
-                $(builder
-                    .register_type::<$t>()
-                    .map_err(|e| $crate::ssz::named(name, stringify!($f), e))?;)+
-                let mut decoder = builder
-                    .build()
-                    .map_err(|e| $crate::ssz::named(name, "(offsets)", e))?;
+                let layout = [$((
+                    stringify!($f),
+                    <$t as ssz::Decode>::is_ssz_fixed_len()
+                        .then(<$t as ssz::Decode>::ssz_fixed_len),
+                )),+];
+                let mut parts = [$({ let _ = stringify!($f); &[][..] }),+];
+                $crate::ssz::split_fields(name, bytes, &layout, &mut parts)?;
+                let [$($f),+] = parts;
                 Ok($name {
-                    $($f: decoder
-                        .decode_next()
+                    $($f: <$t as ssz::Decode>::from_ssz_bytes($f)
                         .map_err(|e| $crate::ssz::named(name, stringify!($f), e))?,)+
                 })
             }
@@ -173,3 +249,121 @@ macro_rules! union {
 }
 
 pub(crate) use {container, union};
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+    use alloy_primitives::B256;
+    use ssz::{Decode, Encode};
+    use ssz_types::VariableList;
+    use ssz_types::typenum::{U4, U16};
+
+    container! {
+        /// Fixed and variable fields mixed, as the proof containers are.
+        pub struct Mixed {
+            /// Fixed.
+            pub a: u64,
+            /// Variable.
+            pub b: VariableList<u8, U16>,
+            /// Fixed.
+            pub c: B256,
+            /// Variable, of variable items.
+            pub d: VariableList<VariableList<u8, U4>, U4>,
+            /// Variable.
+            pub e: VariableList<u16, U4>,
+        }
+    }
+
+    /// The same container decoded by `ssz_derive`, the reference for [`split_fields`].
+    #[derive(Debug, PartialEq, ssz_derive::Decode)]
+    struct Reference {
+        a: u64,
+        b: VariableList<u8, U16>,
+        c: B256,
+        d: VariableList<VariableList<u8, U4>, U4>,
+        e: VariableList<u16, U4>,
+    }
+
+    container! {
+        /// Fixed fields only.
+        pub struct Fixed {
+            /// Fixed.
+            pub a: u64,
+            /// Fixed.
+            pub c: B256,
+        }
+    }
+
+    fn same_as_reference(bytes: &[u8]) -> bool {
+        let ours = Mixed::from_ssz_bytes(bytes);
+        let theirs = Reference::from_ssz_bytes(bytes);
+        match (ours, theirs) {
+            (Ok(o), Ok(t)) => (o.a, o.b, o.c, o.d, o.e) == (t.a, t.b, t.c, t.d, t.e),
+            // The same error, named by container and field in ours.
+            (Err(o), Err(t)) => describe(&o).ends_with(&describe(&t)),
+            _ => false,
+        }
+    }
+
+    /// Every value of every byte, every cut and some extensions of a valid encoding (offsets included) is
+    /// taken or refused as `ssz_derive`'s decoder does, with the same values or error.
+    #[test]
+    fn split_fields_decodes_as_ssz_derive_does() {
+        let item = |v: &[u8]| VariableList::<u8, U4>::new(v.to_vec()).unwrap();
+        let value = Mixed {
+            a: 7,
+            b: VariableList::new(vec![1, 2, 3]).unwrap(),
+            c: B256::repeat_byte(9),
+            d: VariableList::new(vec![item(&[4]), item(&[]), item(&[5, 6])]).unwrap(),
+            e: VariableList::new(vec![8, 9]).unwrap(),
+        };
+        let bytes = value.as_ssz_bytes();
+        assert_eq!(Mixed::from_ssz_bytes(&bytes).unwrap(), value);
+        let (mut taken, mut refused) = (0, 0);
+        for at in 0..bytes.len() {
+            for change in 1..=255u8 {
+                let mut changed = bytes.clone();
+                changed[at] ^= change;
+                assert!(same_as_reference(&changed), "byte {at} ^ {change:#x}");
+                match Mixed::from_ssz_bytes(&changed) {
+                    Ok(_) => taken += 1,
+                    Err(_) => refused += 1,
+                }
+            }
+            assert!(same_as_reference(&bytes[..at]), "cut to {at}");
+        }
+        for extra in [1, 4, 40] {
+            let mut long = bytes.clone();
+            long.extend(std::iter::repeat_n(0, extra));
+            assert!(same_as_reference(&long), "{extra} bytes more");
+        }
+        assert!(taken > 0 && refused > 0, "{taken} taken, {refused} refused");
+    }
+
+    /// A fixed-size container takes exactly its bytes; errors name the container and field.
+    #[test]
+    fn split_fields_names_what_is_wrong() {
+        let value = Fixed {
+            a: 1,
+            c: B256::ZERO,
+        };
+        let bytes = value.as_ssz_bytes();
+        assert_eq!(Fixed::from_ssz_bytes(&bytes).unwrap(), value);
+        let short = describe(&Fixed::from_ssz_bytes(&bytes[..39]).unwrap_err());
+        assert!(short.starts_with("Fixed.c: "), "{short}");
+        let long = [&bytes[..], &[0]].concat();
+        let long = describe(&Fixed::from_ssz_bytes(&long).unwrap_err());
+        assert!(long.starts_with("Fixed.(offsets): "), "{long}");
+        let mut bad = Mixed {
+            a: 0,
+            b: VariableList::default(),
+            c: B256::ZERO,
+            d: VariableList::default(),
+            e: VariableList::default(),
+        }
+        .as_ssz_bytes();
+        bad[8..12].copy_from_slice(&1000u32.to_le_bytes());
+        let why = describe(&Mixed::from_ssz_bytes(&bad).unwrap_err());
+        assert!(why.starts_with("Mixed.b: OffsetOutOfBounds"), "{why}");
+    }
+}

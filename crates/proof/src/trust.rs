@@ -10,7 +10,7 @@
 //! participation rule (2/3 of the committee by default) applies, the attested and finalized
 //! headers' execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -39,6 +39,40 @@ pub const MAX_PERIODS: usize = 8;
 /// as many, one per period: over 5 years of mainnet periods).
 pub const MAX_SYNC_UPDATES: usize = 128;
 
+/// Committee keys by period, ascending: at most [`MAX_PERIODS`] of them, so a sorted vector
+/// (which links less code than a map of these values).
+#[derive(Debug, Clone, Default)]
+struct Committees(Vec<(u64, (SyncCommittee, CommitteeKeys))>);
+
+impl Committees {
+    fn get(&self, period: u64) -> Option<&(SyncCommittee, CommitteeKeys)> {
+        let at = self.0.binary_search_by_key(&period, |(p, _)| *p).ok()?;
+        self.0.get(at).map(|(_, entry)| entry)
+    }
+
+    /// Sets the entry of `period` (replacing one there).
+    fn insert(&mut self, period: u64, entry: (SyncCommittee, CommitteeKeys)) {
+        match self.0.binary_search_by_key(&period, |(p, _)| *p) {
+            Ok(at) => self.0[at].1 = entry,
+            Err(at) => self.0.insert(at, (period, entry)),
+        }
+    }
+
+    /// Forgets the oldest periods past [`MAX_PERIODS`].
+    fn keep_newest(&mut self) {
+        let extra = self.0.len().saturating_sub(MAX_PERIODS);
+        self.0.drain(..extra);
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// The verifier's trust: chain parameters, checkpoint and committee keys by period; and the
 /// execution chain's id and fork table a proven call runs with.
 #[derive(Debug, Clone)]
@@ -47,7 +81,7 @@ pub struct TrustedState {
     pub spec: ChainSpec,
     /// A trusted beacon block root a bootstrap must match.
     pub checkpoint: Option<B256>,
-    committees: BTreeMap<u64, (SyncCommittee, CommitteeKeys)>,
+    committees: Committees,
     /// Contract code known by its hash, for eth_call proofs that do not ship it.
     pub codes: HashMap<B256, Bytes>,
     /// The clock and the bound `latest` is checked with (`tags`).
@@ -269,7 +303,7 @@ impl TrustedState {
             forks: ForkSchedule::for_chain_or_consensus(chain_id, spec.execution_fork_times()),
             spec,
             checkpoint: None,
-            committees: BTreeMap::new(),
+            committees: Committees::default(),
             codes: HashMap::new(),
             freshness: Freshness::default(),
             finalized: None,
@@ -340,16 +374,14 @@ impl TrustedState {
     ) -> Result<(), ProofError> {
         if self
             .committees
-            .get(&period)
+            .get(period)
             .is_some_and(|(known, _)| known == committee)
         {
             return Ok(()); // an update repeating a known committee: no decompression again
         }
         let keys = CommitteeKeys::new(committee, period).map_err(sync_error)?;
         self.committees.insert(period, (committee.clone(), keys));
-        while self.committees.len() > MAX_PERIODS {
-            self.committees.pop_first();
-        }
+        self.committees.keep_newest();
         Ok(())
     }
 
@@ -360,7 +392,11 @@ impl TrustedState {
 
     /// The periods whose keys are known.
     pub fn periods(&self) -> Vec<u64> {
-        self.committees.keys().copied().collect()
+        self.committees
+            .0
+            .iter()
+            .map(|(period, _)| *period)
+            .collect()
     }
 
     /// Checks `aggregate` over `object_root`, signed at `signature_slot`: the participation
@@ -392,7 +428,7 @@ impl TrustedState {
 
     /// The committee keys of `period` (`what` names the signature in the error).
     fn keys_for(&self, period: u64, what: &str) -> Result<&CommitteeKeys, ProofError> {
-        match self.committees.get(&period) {
+        match self.committees.get(period) {
             Some((_, keys)) => Ok(keys),
             None => fail(
                 Check::Committee,
@@ -418,7 +454,7 @@ impl TrustedState {
         head.extend_from_slice(&self.checkpoint.unwrap_or_default().0);
         head.push(self.committees.len() as u8);
         let mut out = with_digest(head);
-        for (period, (committee, keys)) in &self.committees {
+        for (period, (committee, keys)) in &self.committees.0 {
             let mut entry = period.to_le_bytes().to_vec();
             entry.extend_from_slice(&committee.as_ssz_bytes());
             entry.extend_from_slice(&keys.to_raw());

@@ -4,8 +4,6 @@
 //!
 //! What does not live here: the header's signature (`header`), receipts (`receipts`).
 
-use std::collections::BTreeMap;
-
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_consensus::{Transaction as _, TxEnvelope};
 use alloy_eips::eip2718::{Decodable2718, Typed2718};
@@ -61,8 +59,8 @@ pub fn tx_leaf(raw: &BigBytes) -> B256 {
 }
 
 /// The multiproof leaves of a block's number and hash and its transaction `index`.
-pub fn tx_leaves(number: u64, hash: B256, index: u32, raw: &BigBytes) -> BTreeMap<u64, B256> {
-    BTreeMap::from([
+pub fn tx_leaves(number: u64, hash: B256, index: u32, raw: &BigBytes) -> multiproof::Leaves {
+    multiproof::Leaves::from([
         (BLOCK_NUMBER, u64_leaf(number)),
         (BLOCK_HASH, hash),
         (multiproof::transaction_gindex(index), tx_leaf(raw)),

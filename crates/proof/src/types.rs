@@ -49,20 +49,21 @@ container! {
 }
 
 union! {
-    /// `DataUnion` (§2.2), the options a prover may send.
+    /// `DataUnion` (§2.2), the options a prover may send; those of a method family left out
+    /// are refused by name, as in `ProofUnion`.
     pub enum DataUnion {
         /// No data.
         None = 0,
         /// A 32-byte value.
         Hash(B256) = 1,
         /// Bytes (eth_getCode's code).
-        Bytes(BigBytes) = 2,
+        Bytes(BigBytes) = 2 if "accounts",
         /// A number.
         Value(U256) = 3,
         /// A receipt (eth_getTransactionReceipt).
         Receipt(Box<EthReceiptData>) = 5,
         /// Logs (eth_getLogs).
-        Logs(VariableList<Log, U1024>) = 6,
+        Logs(VariableList<Log, U1024>) = 6 if "logs",
     }
 }
 

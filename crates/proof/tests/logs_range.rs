@@ -31,7 +31,7 @@ use sszgate_proof::prover::receipts::BlockReceipts;
 use sszgate_proof::prover::tree::BodyTree;
 use sszgate_proof::tags::Clock;
 use sszgate_proof::types::{
-    C4Request, DataUnion, HeaderProofUnion, LogsRangeProof, ProofUnion, SyncDataUnion,
+    C4Request, DataUnion, HeaderProofUnion, LogsRangeProof, LogsRangeTx, ProofUnion, SyncDataUnion,
 };
 use sszgate_proof::{Check, ProofError, TrustedState};
 use tree_hash::TreeHash;
@@ -237,6 +237,22 @@ fn verify(proof: LogsRangeProof, params: &Value) -> Result<Value, ProofError> {
     sszgate_proof::verify(&request.as_ssz_bytes(), "eth_getLogs", params, &mut trust())
 }
 
+/// Block `i` of `proof` shipping `txs`, its multiproof made for them (the prover has the
+/// whole body).
+fn with_txs(proof: &mut LogsRangeProof, i: usize, txs: Vec<LogsRangeTx>) {
+    let mut leaves = vec![
+        PARENT_HASH,
+        RECEIPTS_ROOT,
+        LOGS_BLOOM,
+        BLOCK_NUMBER,
+        BLOCK_HASH,
+    ];
+    leaves.extend(txs.iter().map(|t| transaction_gindex(t.transaction_index)));
+    let tree = BodyTree::new(&fixture().blocks[i].0);
+    proof.blocks[i].proof = VariableList::new(tree.multiproof(&leaves)).unwrap();
+    proof.blocks[i].txs = VariableList::new(txs).unwrap();
+}
+
 /// Refused by `check`, the message naming `says`.
 fn refused(r: Result<Value, ProofError>, check: Check, says: &str) {
     let e = r.expect_err("refused");
@@ -357,21 +373,54 @@ fn a_receipt_or_transaction_left_out_or_a_lying_bloom_is_refused() {
     // others (the prover has the whole body): its logs' hash would be unbound.
     let mut proof = honest(&all);
     let txs = proof.blocks[1].txs[1..].to_vec();
-    let mut leaves = vec![
-        PARENT_HASH,
-        RECEIPTS_ROOT,
-        LOGS_BLOOM,
-        BLOCK_NUMBER,
-        BLOCK_HASH,
-    ];
-    leaves.extend(txs.iter().map(|t| transaction_gindex(t.transaction_index)));
-    let tree = BodyTree::new(&fixture().blocks[1].0);
-    proof.blocks[1].proof = VariableList::new(tree.multiproof(&leaves)).unwrap();
-    proof.blocks[1].txs = VariableList::new(txs).unwrap();
+    with_txs(&mut proof, 1, txs);
     refused(
         verify(proof, &all),
         Check::Transaction,
         "its transaction is not in the proof",
+    );
+}
+
+/// The matching logs' transactions must be exactly those the proof ships, by ascending index:
+/// one added whose receipt has no matching log (the multiproof made for it too) is refused,
+/// and so are two swapped.
+#[test]
+fn an_extra_or_unordered_transaction_is_refused() {
+    let all = params(REAL - 1, REAL + 2);
+    let mut proof = honest(&all);
+    let shipped: Vec<u32> = proof.blocks[1]
+        .txs
+        .iter()
+        .map(|t| t.transaction_index)
+        .collect();
+    assert!(
+        shipped.len() >= 2,
+        "the fixture's block has matching logs in two transactions"
+    );
+    let block = &fixture().blocks[1].0;
+    let extra = (0u32..)
+        .find(|i| !shipped.contains(i))
+        .expect("a transaction without a matching log");
+    let mut txs = proof.blocks[1].txs.to_vec();
+    txs.push(LogsRangeTx {
+        transaction: block.execution_payload().transactions[extra as usize].clone(),
+        transaction_index: extra,
+    });
+    txs.sort_by_key(|t| t.transaction_index);
+    with_txs(&mut proof, 1, txs);
+    refused(
+        verify(proof, &all),
+        Check::Transaction,
+        &format!("transaction {extra} is in the proof but holds no matching log"),
+    );
+    let mut proof = honest(&all);
+    let mut txs = proof.blocks[1].txs.to_vec();
+    txs.swap(0, 1);
+    proof.blocks[1].txs = VariableList::new(txs).unwrap();
+    refused(
+        verify(proof, &all),
+        Check::Transaction,
+        "not after the one before",
     );
 }
 

@@ -233,6 +233,36 @@ fn typed_field_changes_fail_the_check_that_covers_them() {
     );
 }
 
+/// colibri's LogsProof (taken with `accept_incomplete_logs`): the returned logs must be the
+/// proven receipts' matching logs, each once and none left out.
+#[test]
+fn colibri_logs_must_be_the_proven_matching_logs_each_once() {
+    let logs = case("eth_getLogs1");
+    let change_logs = |f: fn(&mut Vec<sszgate_proof::types::Log>)| {
+        let mut request = decode(&logs.bytes).unwrap();
+        let DataUnion::Logs(list) = &mut request.data else {
+            unreachable!()
+        };
+        let mut all = list.to_vec();
+        f(&mut all);
+        request.data = DataUnion::Logs(all.try_into().unwrap());
+        run(&logs, &request.as_ssz_bytes()).expect_err("changed logs")
+    };
+    let says = |e: ProofError, text: &str| {
+        assert_eq!(e.check(), Some(Check::ReceiptData), "{e}");
+        assert!(e.to_string().contains(text), "{e} does not say {text}");
+    };
+    says(change_logs(|l| drop(l.pop())), "but was not returned");
+    says(
+        change_logs(|l| l.push(l[0].clone())),
+        "equals no (unreturned) log",
+    );
+    says(
+        change_logs(|l| l[0].transaction_index = 999),
+        "no proven receipt for block",
+    );
+}
+
 #[test]
 fn account_field_changes_fail_the_check_that_covers_them() {
     let account = case("eth_getStorageAt1");

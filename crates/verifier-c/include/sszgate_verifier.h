@@ -9,6 +9,10 @@
  * Memory: every string and byte buffer the library returns is the caller's to free, with
  * sszgate_free_string / sszgate_free_bytes. All functions are safe to call with NULL pointers
  * (they fail with an error). A verifier is not thread-safe: use one per thread, or lock.
+ *
+ * Panics: built with cargo's `embedded` (or `release`) profile, an internal panic is caught and
+ * returned as an error (code 2, or NULL from sszgate_verifier_new); built with
+ * `embedded-abort`, the smaller library, it aborts the process instead.
  */
 #ifndef SSZGATE_VERIFIER_H
 #define SSZGATE_VERIFIER_H
@@ -25,7 +29,9 @@ typedef struct sszgate_verifier sszgate_verifier;
 
 /**
  * Makes a verifier. `options_json`: {"network": "mainnet"|"sepolia"|"hoodi"|{custom},
- * "checkpoint": "0x…", "now": unix_seconds, "maxHeadAge": n, "minParticipation": n}.
+ * "checkpoint": "0x…", "now": unix_seconds, "maxHeadAge": n, "minParticipation": n,
+ * "acceptIncompleteLogs": bool (take eth_getLogs in colibri's form, which cannot show that no
+ * block was left out; off by default)}.
  * `state`/`state_len`: bytes from sszgate_verifier_save_state, or NULL/0.
  * Returns NULL on error and sets *error (if error is not NULL) to a message.
  */

@@ -1,7 +1,8 @@
 //! The proof verifier behind a C ABI (`include/sszgate_verifier.h`): `sszgate-verifier`'s
 //! facade, its strings and buffers handed over as owned C allocations that the caller frees
 //! with this library's own free functions. Every entry point checks its pointers and catches
-//! panics, so a bad call is an error code, never undefined behaviour past the boundary.
+//! panics, so a bad call is an error code, never undefined behaviour past the boundary (built
+//! with the `embedded-abort` profile, `panic = "abort"`, a panic aborts the process instead).
 //!
 //! Not here: what a proof means (the facade and the proof core).
 

@@ -115,7 +115,8 @@ fn number(options: &Value, key: &str) -> Result<Option<u64>, VerifierError> {
 
 impl Verifier {
     /// A verifier made from `options` (JSON: `network`, `checkpoint`, `now`, `maxHeadAge`,
-    /// `minParticipation`) and, when given, a `state` saved by [`Verifier::save_state`]. It
+    /// `minParticipation`, `acceptIncompleteLogs`: take eth_getLogs in colibri's form, which
+    /// cannot show that no block was left out, as `sszgate rpc --accept-incomplete-logs`) and, when given, a `state` saved by [`Verifier::save_state`]. It
     /// needs a checkpoint or a state: without either it could trust nothing.
     pub fn new(options: &str, state: Option<&[u8]>) -> Result<Verifier, VerifierError> {
         let options: Value = serde_json::from_str(options).map_err(option_err)?;
@@ -151,6 +152,11 @@ impl Verifier {
         if let Some(min) = number(&options, "minParticipation")? {
             let policy = ParticipationPolicy::new(min as usize).map_err(option_err)?;
             trust = trust.with_participation(policy);
+        }
+        match &options["acceptIncompleteLogs"] {
+            Value::Null => {}
+            Value::Bool(accept) => trust.accept_incomplete_logs = *accept,
+            _ => return Err(option_err("acceptIncompleteLogs: true or false expected")),
         }
         let fixed_now = number(&options, "now")?;
         Ok(Verifier { trust, fixed_now })

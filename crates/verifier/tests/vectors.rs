@@ -1,7 +1,8 @@
 //! The embeddable verifier on colibri's recorded mainnet proofs: made from a checkpoint, it
 //! learns the committee from a proof's sync data, answers as the vector says, saves its state,
 //! and a verifier made from that state alone answers again (also from a state saved in the
-//! earlier form); lies, a damaged state and misuse are refused by name.
+//! earlier form); lies, a damaged state and misuse are refused by name. The vectors are of
+//! the method families the build holds (`--no-default-features`: receipts only).
 
 mod common;
 
@@ -25,11 +26,14 @@ fn proof(case: &str) -> Vec<u8> {
     common::read(&case_dir(case).join("proof.ssz"))
 }
 
-/// The time the case was fresh at: the start of the slot after its signature.
+/// The time the case was fresh at: the start of the slot after its (newest block's) signature.
 fn now_for(case: &str) -> u64 {
-    let slot = expected(case)["decoded"]["checks"]["signature"]["signed_slot"]
-        .as_u64()
-        .unwrap();
+    let checks = &expected(case)["decoded"]["checks"];
+    let signature = match checks["blocks"].as_array() {
+        Some(blocks) => &blocks.last().unwrap()["signature"],
+        None => &checks["signature"],
+    };
+    let slot = signature["signed_slot"].as_u64().unwrap();
     1_606_824_023 + (slot + 1) * 12
 }
 
@@ -45,7 +49,17 @@ fn verify(v: &mut Verifier, case: &str, bytes: &[u8]) -> Result<Value, VerifierE
     Ok(serde_json::from_str(&answer).unwrap())
 }
 
-const CASE: &str = "syncdata_electra_blocknumber";
+/// A proof with sync data of a family this build holds: eth_blockNumber, else (receipts only)
+/// eth_getTransactionReceipt.
+const CASE: &str = if cfg!(feature = "blocks") {
+    "syncdata_electra_blocknumber"
+} else {
+    "syncdata_deneb_receipt"
+};
+
+fn assert_recorded(case: &str, answer: &Value) {
+    common::recorded::assert_recorded(case, &expected(case), answer);
+}
 
 #[test]
 fn a_checkpoint_and_a_proofs_sync_data_answer_and_the_state_round_trips() {
@@ -57,7 +71,7 @@ fn a_checkpoint_and_a_proofs_sync_data_answer_and_the_state_round_trips() {
     );
     assert!(v.periods().is_empty());
     let answer = verify(&mut v, CASE, &proof(CASE)).unwrap();
-    assert_eq!(answer, expected(CASE)["result"]);
+    assert_recorded(CASE, &answer);
     assert!(
         !v.periods().is_empty(),
         "the bootstrap's committee was learned"
@@ -85,6 +99,9 @@ fn a_changed_proof_a_wrong_checkpoint_and_an_old_clock_are_refused_by_name() {
         panic!("{err}")
     };
     assert_eq!(check.as_deref(), Some("sync_data"), "{err}");
+    if !cfg!(feature = "blocks") {
+        return; // a receipt is asked by hash: no `latest` to be fresh
+    }
     // The same proof an hour later: `latest` is no longer fresh.
     let late = options(CASE).replace('}', &format!(",\"now\":{}}}", now_for(CASE) + 3600));
     let mut v = Verifier::new(&late, None).unwrap();
@@ -106,6 +123,10 @@ fn misuse_is_an_error_naming_what() {
         (
             r#"{"network":"mainnet","maxHeadAge":-1,"checkpoint":"0x1111111111111111111111111111111111111111111111111111111111111111"}"#,
             "maxHeadAge",
+        ),
+        (
+            r#"{"network":"mainnet","acceptIncompleteLogs":"yes","checkpoint":"0x1111111111111111111111111111111111111111111111111111111111111111"}"#,
+            "acceptIncompleteLogs",
         ),
     ] {
         let err = Verifier::new(options, None).unwrap_err();
@@ -151,7 +172,12 @@ fn a_damaged_state_is_refused_naming_why() {
 
 #[test]
 fn a_state_saved_in_the_earlier_form_loads_checked_and_answers() {
-    let case = "eth_getBalance1";
+    // Two vectors signed by period 1393's committee; the receipt one for a receipts-only build.
+    let case = if cfg!(feature = "accounts") {
+        "eth_getBalance1"
+    } else {
+        "eth_getTransactionReceipt1"
+    };
     let keys = common::read(&case_dir(case).join("sync_committee_1393.pubkeys"));
     let committee = SyncCommittee {
         pubkeys: FixedVector::new(keys.chunks(48).map(BlsPublicKey::from_slice).collect()).unwrap(),
@@ -181,7 +207,7 @@ fn a_state_saved_in_the_earlier_form_loads_checked_and_answers() {
             now_for(case),
         )
         .unwrap();
-    assert_eq!(serde_json::from_str::<Value>(&answer).unwrap(), e["result"]);
+    assert_recorded(case, &serde_json::from_str::<Value>(&answer).unwrap());
     // Saved again in the current form, its entry equal to that of a state given the same
     // keys directly (the heads differ: that one has a checkpoint).
     let checkpoint = format!("0x{}", "11".repeat(32));
@@ -195,4 +221,64 @@ fn a_state_saved_in_the_earlier_form_loads_checked_and_answers() {
     changed[42 + 8 + 513 * 48 + 96 * 3 + 40] ^= 1;
     let err = Verifier::new(mainnet, Some(&changed)).unwrap_err();
     assert!(err.to_string().contains("entry 0"), "{err}");
+}
+
+/// colibri's eth_getLogs form cannot show that no block of the range was left out: refused
+/// naming `completeness` unless the options take it (`acceptIncompleteLogs`, as `sszgate rpc
+/// --accept-incomplete-logs`); taken, its logs are the recorded ones, and a changed log is
+/// still refused by the receipt proofs.
+#[cfg(feature = "logs")]
+#[test]
+fn colibri_logs_are_refused_as_incomplete_unless_the_options_take_them() {
+    let case = "eth_getLogs1";
+    let recorded = expected(case)["result"].clone();
+    let keys = common::read(&case_dir(case).join("sync_committee_1351.pubkeys"));
+    for accept in [None, Some(false), Some(true)] {
+        let mut options = serde_json::json!({
+            "network": "mainnet",
+            "checkpoint": format!("0x{}", "11".repeat(32)),
+        });
+        if let Some(accept) = accept {
+            options["acceptIncompleteLogs"] = accept.into();
+        }
+        let mut v = Verifier::new(&options.to_string(), None).unwrap();
+        v.add_committee_keys(1351, &keys).unwrap();
+        let got = verify(&mut v, case, &proof(case));
+        if accept != Some(true) {
+            let err = got.unwrap_err();
+            assert!(
+                matches!(&err, VerifierError::Refused { check: Some(c), .. } if c == "completeness"),
+                "{accept:?}: {err:?}"
+            );
+            continue;
+        }
+        let logs = got.unwrap();
+        let (logs, recorded) = (logs.as_array().unwrap(), recorded.as_array().unwrap());
+        assert_eq!(logs.len(), recorded.len());
+        for (ours, theirs) in logs.iter().zip(recorded) {
+            for field in [
+                "blockHash",
+                "blockNumber",
+                "transactionHash",
+                "address",
+                "topics",
+                "data",
+            ] {
+                assert_eq!(ours[field], theirs[field], "{field}");
+            }
+        }
+        // The emitting contract's address in the last receipt the proof carries, changed.
+        let address = const_hex::decode(recorded[0]["address"].as_str().unwrap()).unwrap();
+        let mut changed = proof(case);
+        let at = changed
+            .windows(address.len())
+            .rposition(|w| w == address.as_slice())
+            .expect("the address is in a proven receipt");
+        changed[at] ^= 1;
+        let err = verify(&mut v, case, &changed).unwrap_err();
+        assert!(
+            matches!(&err, VerifierError::Refused { check: Some(_), .. }),
+            "{err:?}"
+        );
+    }
 }

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub(crate) mod recorded;
+
 /// The most bytes a test reads of one vector file (the largest is well under 1 MB).
 pub(crate) const MAX_FILE: u64 = 16 << 20;
 
