@@ -164,11 +164,11 @@ pub(crate) fn run(args: ConformArgs) -> Result<()> {
                 duration: args.duration,
             };
             let report = runtime.block_on(async {
+                let stop = crate::shutdown_signal();
                 let listener = tokio::net::TcpListener::bind(args.listen)
                     .await
                     .with_context(|| format!("listening on {}", args.listen))?;
                 eprintln!("sszgate conform cl: listening on {}", args.listen);
-                let stop = crate::shutdown_signal();
                 Ok::<_, anyhow::Error>(sszgate_conform::cl::serve(listener, config, stop).await)
             })?;
             (report, args.format)

@@ -187,13 +187,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM: how a daemon (`proxy`, `rpc`) is told to stop.
-pub(crate) async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// Resolves on SIGINT or SIGTERM: how a daemon (`proxy`, `rpc`, `snooper`, `conform cl`) is
+/// told to stop. The handlers are installed when this is called, not when the future is first
+/// polled: a server calls it before it binds its port, so that a signal sent as soon as the
+/// port is open stops it gracefully instead of killing it (the signal's default action).
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
+    async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
     }
 }
 

@@ -314,6 +314,8 @@ pub(crate) fn run(args: RpcArgs) -> Result<()> {
 }
 
 async fn run_async(args: RpcArgs) -> Result<()> {
+    // Before any port is bound (see `shutdown_signal`).
+    let stop = crate::shutdown_signal();
     let mode = mode(&args)?;
     let policy = participation(&args)?;
     let state = state_path(&args, &mode);
@@ -327,13 +329,13 @@ async fn run_async(args: RpcArgs) -> Result<()> {
             serve_remote(&args, prover, beacon.as_deref(), policy, state).await?
         }
     };
-    wait(server).await
+    wait(server, stop).await
 }
 
 /// Serves until a signal; a listener that fails ends the process with an error.
-async fn wait(mut server: Server) -> Result<()> {
+async fn wait(mut server: Server, stop: impl std::future::Future<Output = ()>) -> Result<()> {
     tokio::select! {
-        _ = crate::shutdown_signal() => {
+        _ = stop => {
             tracing::info!("stopping");
             Ok(())
         }

@@ -581,7 +581,11 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Re
     let slot_us = options.seconds_per_slot as i64 * 1_000_000;
     let slot_of = move |us: i64| ((us - genesis_us).max(0) / slot_us) as u64;
     peer_follower(&up).await?;
-    chain.head_at(2, Duration::from_secs(300)).await?;
+    let (head, _) = chain.head_at(2, Duration::from_secs(300)).await?;
+    // A follower with a peer may still be catching up (range sync) before gossip brings it
+    // each new block: the first window would then time no follower call.
+    let follower = up["beacon_rest2"].as_str().unwrap_or_default();
+    crate::attack::rpc::chain::head_at(follower, head, Duration::from_secs(300)).await?;
     progress("the chain proposes; scraping the CLs' and rpc-snooper's metrics, blob load on");
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -46,6 +46,8 @@ async fn run_async(
     secret: Option<JwtSecret>,
     front: Option<MakeFront>,
 ) -> Result<()> {
+    // Before any port is bound, the front's included (see `shutdown_signal`).
+    let stop = crate::shutdown_signal();
     let upstream = &settings.upstream;
     let upstream = Upstream::new(&upstream.url, upstream.timeout, upstream.http2)?;
     let (recorder, sink_names) = open_recorder(settings.recording)?;
@@ -76,7 +78,7 @@ async fn run_async(
         // unreachable (or not up yet).
         sszgate_gateway::keep_el_named(config.clone(), recorder.clone(), secret);
     }
-    let outcome = serve_until_stopped(listener, control, config, recorder.clone()).await;
+    let outcome = serve_until_stopped((listener, control), config, recorder.clone(), stop).await;
     let recorder_for_shutdown = recorder.clone();
     tokio::task::spawn_blocking(move || recorder_for_shutdown.shutdown())
         .await
@@ -139,10 +141,10 @@ async fn choose_transport(
 /// Serves the relay and the control endpoints until a signal, or until a listener cannot
 /// go on; then lets in-flight calls finish.
 async fn serve_until_stopped(
-    listener: TcpListener,
-    control: TcpListener,
+    (listener, control): (TcpListener, TcpListener),
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -163,7 +165,7 @@ async fn serve_until_stopped(
     // A listener that cannot go on ends the process (non-zero, after the records are
     // written): a supervisor restarts it, where a live process with a dead port would not be.
     let failed = tokio::select! {
-        () = crate::shutdown_signal() => None,
+        () = stop => None,
         ended = &mut relay => Some(("the Engine API listener", ended)),
         ended = &mut control_task => Some(("the metrics listener", ended)),
     };

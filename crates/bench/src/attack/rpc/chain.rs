@@ -170,25 +170,40 @@ impl LiveChain {
         slot: u64,
         within: Duration,
     ) -> Result<(u64, String), String> {
-        let started = Instant::now();
-        loop {
-            let head = self.beacon_json("/eth/v1/beacon/headers/head").await;
-            let seen = head.as_ref().ok().and_then(|h| {
-                let slot = h["data"]["header"]["message"]["slot"]
-                    .as_str()?
-                    .parse()
-                    .ok()?;
-                Some((slot, h["data"]["root"].as_str()?.to_string()))
-            });
-            match seen {
-                Some((at, root)) if at >= slot => return Ok((at, root)),
-                _ if started.elapsed() > within => {
-                    return Err(format!(
-                        "the head did not reach slot {slot} within {within:?}: {head:?}"
-                    ));
-                }
-                _ => tokio::time::sleep(Duration::from_secs(1)).await,
+        head_at(&self.beacon(), slot, within).await
+    }
+}
+
+/// The head slot and root of the Beacon API at `beacon`, once its head reaches `slot` (at
+/// most `within`).
+pub(crate) async fn head_at(
+    beacon: &str,
+    slot: u64,
+    within: Duration,
+) -> Result<(u64, String), String> {
+    let started = Instant::now();
+    loop {
+        let head = get(
+            &format!("{beacon}/eth/v1/beacon/headers/head"),
+            "application/json",
+        )
+        .await
+        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()));
+        let seen = head.as_ref().ok().and_then(|h| {
+            let slot = h["data"]["header"]["message"]["slot"]
+                .as_str()?
+                .parse()
+                .ok()?;
+            Some((slot, h["data"]["root"].as_str()?.to_string()))
+        });
+        match seen {
+            Some((at, root)) if at >= slot => return Ok((at, root)),
+            _ if started.elapsed() > within => {
+                return Err(format!(
+                    "{beacon}: the head did not reach slot {slot} within {within:?}: {head:?}"
+                ));
             }
+            _ => tokio::time::sleep(Duration::from_secs(1)).await,
         }
     }
 }
