@@ -128,23 +128,22 @@ fn make_front(cli: SnooperCli, target: String) -> proxy::MakeFront {
             cli.log.clone(),
             xatu,
         );
+        let mut listeners = proxy::Listeners::new();
         if let Some(addr) = cli.api.listen {
+            // Bound here, so that a port in use stops sszgate at start as it stops rpc-snooper;
+            // a listener that cannot go on later ends the process (see `proxy::FrontParts`).
+            let listener = std::net::TcpListener::bind(addr)
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .and_then(tokio::net::TcpListener::from_std)
+                .with_context(|| format!("listening on {addr} (--api-port)"))?;
+            tracing::info!("API server listening on: {addr}");
             let (front, users) = (front.clone(), Arc::new(cli.api.auth.clone()));
-            tokio::spawn(async move {
-                let listener = match tokio::net::TcpListener::bind(addr).await {
-                    Ok(listener) => listener,
-                    Err(e) => {
-                        tracing::error!(%addr, error = %e, "API server cannot listen");
-                        return;
-                    }
-                };
-                tracing::info!("API server listening on: {addr}");
+            listeners.spawn(async move {
                 let forever = std::future::pending::<()>();
-                if let Err(e) = sszgate_snooper::serve_api(listener, front, users, forever).await {
-                    tracing::error!(error = %e, "API server error");
-                }
+                let ended = sszgate_snooper::serve_api(listener, front, users, forever).await;
+                ("the API listener (--api-port)", ended)
             });
         }
-        front
+        Ok(proxy::FrontParts { front, listeners })
     })
 }

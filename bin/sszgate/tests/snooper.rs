@@ -631,3 +631,30 @@ fn no_color_and_verbose_apply_to_sszgates_own_lines() {
     );
     assert!(!verbose.contains('\x1b'), "{verbose}");
 }
+
+/// An `--api-port` that cannot be bound stops sszgate at start with the reason, before the
+/// relay port opens (never a live process with a dead API port); rpc-snooper stops there too.
+#[test]
+fn an_api_port_in_use_stops_the_snooper_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api = held.local_addr().unwrap().port();
+    let (port, el) = (common::free_port(), common::free_port());
+    let line = format!(
+        "--no-color -b=127.0.0.1 -p={port} --api-bind=127.0.0.1 --api-port={api} --store none http://127.0.0.1:{el}"
+    );
+    let out = Command::new(named(dir.path(), "snooper"))
+        .args(argv(&line))
+        .env_remove("SSZGATE_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("listening on 127.0.0.1:{api} (--api-port)")),
+        "{text}"
+    );
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "{text}");
+    drop(held);
+}

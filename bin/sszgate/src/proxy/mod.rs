@@ -24,9 +24,22 @@ pub(crate) fn run(args: ProxyArgs) -> Result<()> {
 }
 
 /// Makes a front to stand before the relay (`sszgate snooper`'s), once the recorder exists:
-/// given the config's handle (the config holds the front) and the recorder.
+/// given the config's handle (the config holds the front) and the recorder. An error (a port
+/// of the front's own that cannot be bound) stops the proxy before it listens.
 pub(crate) type MakeFront =
-    Box<dyn FnOnce(std::sync::Weak<ProxyConfig>, Arc<Recorder>) -> Arc<dyn Front> + Send>;
+    Box<dyn FnOnce(std::sync::Weak<ProxyConfig>, Arc<Recorder>) -> Result<FrontParts> + Send>;
+
+/// A front and the servers of its own it started (rpc-snooper's `--api-port`).
+pub(crate) struct FrontParts {
+    /// The front before the relay.
+    pub(crate) front: Arc<dyn Front>,
+    /// The front's own listeners, each named: one that ends, with or without an error, ends
+    /// the process as the relay's own listener does.
+    pub(crate) listeners: Listeners,
+}
+
+/// Listener tasks that end the process when one of them ends, each named.
+pub(crate) type Listeners = tokio::task::JoinSet<(&'static str, std::io::Result<()>)>;
 
 /// Runs `sszgate proxy` with `front` before the relay, until it is stopped.
 pub(crate) fn run_with(args: ProxyArgs, front: Option<MakeFront>) -> Result<()> {
@@ -53,6 +66,7 @@ async fn run_async(
     let (recorder, sink_names) = open_recorder(settings.recording)?;
     let transport = choose_transport(settings.transport, &upstream, secret.as_ref()).await?;
     let front_recorder = recorder.clone();
+    let mut made = Ok(Listeners::new());
     let config = Arc::new_cyclic(|config| ProxyConfig {
         limits: settings.limits,
         upstream,
@@ -64,8 +78,18 @@ async fn run_async(
         verify_jwt: settings.verify_jwt,
         control: sszgate_gateway::ControlPoint::default(),
         control_token: settings.control_token,
-        front: front.map(|make| make(config.clone(), front_recorder)),
+        front: front.and_then(|make| match make(config.clone(), front_recorder) {
+            Ok(parts) => {
+                made = Ok(parts.listeners);
+                Some(parts.front)
+            }
+            Err(e) => {
+                made = Err(e);
+                None
+            }
+        }),
     });
+    let front_listeners = made?;
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
@@ -78,7 +102,8 @@ async fn run_async(
         // unreachable (or not up yet).
         sszgate_gateway::keep_el_named(config.clone(), recorder.clone(), secret);
     }
-    let outcome = serve_until_stopped((listener, control), config, recorder.clone(), stop).await;
+    let listeners = (listener, control, front_listeners);
+    let outcome = serve_until_stopped(listeners, config, recorder.clone(), stop).await;
     let recorder_for_shutdown = recorder.clone();
     tokio::task::spawn_blocking(move || recorder_for_shutdown.shutdown())
         .await
@@ -138,10 +163,10 @@ async fn choose_transport(
     Ok(choice)
 }
 
-/// Serves the relay and the control endpoints until a signal, or until a listener cannot
-/// go on; then lets in-flight calls finish.
+/// Serves the relay and the control endpoints until a signal, or until a listener (the
+/// front's too) cannot go on; then lets in-flight calls finish.
 async fn serve_until_stopped(
-    (listener, control): (TcpListener, TcpListener),
+    (listener, control, mut front_listeners): (TcpListener, TcpListener, Listeners),
     config: Arc<ProxyConfig>,
     recorder: Arc<Recorder>,
     stop: impl std::future::Future<Output = ()>,
@@ -164,10 +189,18 @@ async fn serve_until_stopped(
     ));
     // A listener that cannot go on ends the process (non-zero, after the records are
     // written): a supervisor restarts it, where a live process with a dead port would not be.
+    let front_ended = async {
+        match front_listeners.join_next().await {
+            Some(Ok((name, ended))) => (name, Ok(ended)),
+            Some(Err(e)) => ("a listener of the front", Err(e)),
+            None => std::future::pending().await,
+        }
+    };
     let failed = tokio::select! {
         () = stop => None,
         ended = &mut relay => Some(("the Engine API listener", ended)),
         ended = &mut control_task => Some(("the metrics listener", ended)),
+        (name, ended) = front_ended => Some((name, ended)),
     };
     tracing::info!("stopping: finishing in-flight calls and writing queued records");
     let _ = stop_tx.send(true);
