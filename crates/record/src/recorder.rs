@@ -5,7 +5,8 @@
 //! in the bytes of body they hold alive (`queue_bytes`); past either a capture is dropped and
 //! counted. [`Recorder::record`] uses `try_send` and takes no lock, so the forward path never
 //! waits on the worker, and does not wake it: the worker looks at the queue every 10 ms, or
-//! sooner when the queue is half full.
+//! sooner when the queue is half full. It reads a capture once [`AFTER_CALL`] has passed since
+//! the capture was queued (see there).
 //!
 //! A fault (a panic) while one capture becomes records, or while one batch is written, is
 //! caught, counted (`sszgate_recorder_faults_total`), logged with the call's identity, and
@@ -49,6 +50,30 @@ const BATCH: usize = 256;
 /// 2-core machine, a context switch in the middle of the calls that follow (measured with
 /// `sszgate bench proxy`, docs/benchmarks.md). A queue past half full wakes it at once.
 const TICK: Duration = Duration::from_millis(10);
+
+/// How long the work that follows a call (recording it, the snooper's log and events) waits
+/// after the call's end: the end is when the relay handed the answer's last bytes to the
+/// client's connection, and on loopback megabytes of it are still in socket buffers that the
+/// client drains next. Reading and decoding a 20 MB answer at that moment took a core from the
+/// client and the relay on a 2-core machine: a 72-blob call through `sszgate snooper` took
+/// 2–3 ms longer than through a bare copying relay, and as long with this wait (measured with
+/// loopback callers, median of 60 interleaved calls). A backlog is not slowed: each call
+/// waits from its own end, so calls queued longer ago are read at once.
+pub const AFTER_CALL: Duration = Duration::from_millis(10);
+
+/// Sleeps until [`AFTER_CALL`] has passed since `ended`; returns at once when it has.
+pub fn wait_after_call(ended: Instant) {
+    if let Some(left) = left_after_call(ended, Instant::now()) {
+        std::thread::sleep(left);
+    }
+}
+
+/// What is left at `now` of [`AFTER_CALL`] since `ended`; `None` once it has passed.
+fn left_after_call(ended: Instant, now: Instant) -> Option<Duration> {
+    AFTER_CALL
+        .checked_sub(now.saturating_duration_since(ended))
+        .filter(|left| !left.is_zero())
+}
 
 /// How often a partial batch is written (and writes that failed are tried again).
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
@@ -142,7 +167,8 @@ impl Default for RecorderConfig {
 
 /// The recorder handle, shared by every connection of a gateway.
 pub struct Recorder {
-    sender: SyncSender<Capture>,
+    /// Captures with the instant each was queued.
+    sender: SyncSender<(Instant, Capture)>,
     /// Set once by `shutdown`: no capture is taken after it.
     closing: AtomicBool,
     /// `record` calls under way, so `shutdown` knows when no capture can still arrive.
@@ -289,7 +315,7 @@ impl Recorder {
                 .fetch_sub(size, Ordering::Relaxed);
             return self.count_drop();
         }
-        match self.sender.try_send(capture) {
+        match self.sender.try_send((Instant::now(), capture)) {
             Ok(()) => {
                 let queued = self.counters.queued.fetch_add(1, Ordering::Relaxed) + 1;
                 let processed = self.counters.processed.load(Ordering::Relaxed);
@@ -410,7 +436,8 @@ type ReadFault = Box<dyn FnMut(&Capture) + Send>;
 type WriteFault = Box<dyn FnMut(&[Record]) + Send>;
 
 struct Worker {
-    receiver: Receiver<Capture>,
+    /// Captures with the instant each was queued.
+    receiver: Receiver<(Instant, Capture)>,
     /// Set by the handle once no capture can arrive any more.
     done: Arc<AtomicBool>,
     /// Per sink, the records it failed to take, retried first at every flush.
@@ -440,7 +467,7 @@ struct Worker {
 impl Worker {
     fn new(
         sinks: Vec<Sink>,
-        receiver: Receiver<Capture>,
+        receiver: Receiver<(Instant, Capture)>,
         config: &RecorderConfig,
         shared: WorkerShared,
     ) -> Worker {
@@ -481,7 +508,10 @@ impl Worker {
         loop {
             // Read before draining: once set, nothing more can arrive, so this drain is the last.
             let finishing = self.done.load(Ordering::SeqCst);
-            while let Ok(capture) = self.receiver.try_recv() {
+            while let Ok((queued, capture)) = self.receiver.try_recv() {
+                if !finishing {
+                    wait_after_call(queued);
+                }
                 self.take(capture, &mut batch);
                 if batch.len() >= BATCH {
                     self.flush(&mut batch);
@@ -1195,5 +1225,39 @@ mod fault_tests {
         // After shutdown, a capture is counted as dropped, never lost silently.
         recorder.record(sized("/late", 10));
         assert_eq!(recorder.stats().dropped, 3);
+    }
+
+    #[test]
+    fn a_capture_is_read_once_after_call_has_passed_since_it_was_queued() {
+        let now = Instant::now();
+        assert_eq!(left_after_call(now, now), Some(AFTER_CALL));
+        assert_eq!(
+            left_after_call(now, now + AFTER_CALL / 4),
+            Some(AFTER_CALL - AFTER_CALL / 4)
+        );
+        // A backlog queued long ago is read at once.
+        assert_eq!(left_after_call(now, now + AFTER_CALL), None);
+        assert_eq!(left_after_call(now, now + 3 * AFTER_CALL), None);
+
+        let (read_tx, read_rx) = mpsc::channel::<Instant>();
+        let read_tx = Mutex::new(read_tx);
+        let faults = Faults {
+            read: Some(Box::new(move |_: &Capture| {
+                let _ = read_tx.lock().unwrap().send(Instant::now());
+            })),
+            write: None,
+        };
+        let recorder =
+            Recorder::with_config_and_faults(Vec::new(), RecorderConfig::default(), faults);
+        let queued = Instant::now();
+        recorder.record(Capture::default());
+        let read = read_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(
+            read.duration_since(queued) >= AFTER_CALL,
+            "read {:?} after it was queued",
+            read.duration_since(queued)
+        );
+        recorder.shutdown();
+        assert_eq!(recorder.stats().queued, 1);
     }
 }

@@ -5,7 +5,9 @@
 //! worker through a queue bounded in calls and in body bytes, never waited for: past either
 //! bound, calls are dropped from the log and counted ([`SnooperFront::dropped`]), the relay
 //! goes on. The worker is a thread of its own, off tokio's workers: reading and re-indenting
-//! a 20 MB answer must not hold up the relay's tasks. It runs at the relay's priority: a
+//! a 20 MB answer must not hold up the relay's tasks, and it reads a call only once
+//! `sszgate_record::AFTER_CALL` has passed since its end, while the client is still draining
+//! the answer's last megabytes from the sockets. It runs at the relay's priority: a
 //! lowered one (nice 10) starved it on a loaded machine, and calls were dropped (the bench's
 //! sustained load: 8 of 120 events reached the xatu server).
 //!
@@ -19,7 +21,7 @@ use std::{
         atomic::{AtomicU64, Ordering},
         mpsc,
     },
-    time::SystemTime,
+    time::{Instant, SystemTime},
 };
 
 use bytes::Bytes;
@@ -50,6 +52,8 @@ struct Queued {
     n: u64,
     exchange: Exchange,
     ended: SystemTime,
+    /// When it was queued (its end), to wait [`sszgate_record::AFTER_CALL`] from.
+    queued: Instant,
     bytes: u64,
 }
 
@@ -71,6 +75,7 @@ impl Queue {
             n,
             exchange,
             ended,
+            queued: Instant::now(),
             bytes,
         };
         if before + bytes > self.limit || self.calls.try_send(call).is_err() {
@@ -270,6 +275,8 @@ fn start_worker(calls: usize, bytes: u64, worker: Worker) -> Queue {
             let _runtime = runtime.enter();
             // Ends when the front (the only sender) is gone.
             while let Ok(call) = receiver.recv() {
+                // Not while the client is still taking the answer (see AFTER_CALL).
+                sszgate_record::wait_after_call(call.queued);
                 worker.handle(call.n, call.exchange, call.ended);
                 in_queue.fetch_sub(call.bytes, Ordering::AcqRel);
             }
