@@ -194,16 +194,18 @@ impl CommitteeKeys {
     /// The sum of the keys whose bit is set: from the full sum minus the absent members when
     /// most signed, else summed directly. `None` when no bit is set.
     pub fn participants_key(&self, bits: &BitVector<U512>) -> Option<PublicKey> {
-        let present: Vec<usize> = (0..SYNC_COMMITTEE_SIZE)
-            .filter(|i| bits.get(*i).unwrap_or(false))
-            .collect();
+        // Bit `i` is bit `i % 8` of byte `i / 8` (SSZ's order). Read from the bytes: in WASM
+        // `Bitfield::get` per bit, its bounds checks and the filters were ~9 % of an account
+        // proof's first verify (Node, `--cpu-prof`).
+        let bytes = bits.as_slice();
+        let set = |i: usize| bytes.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1);
+        let present: Vec<usize> = (0..SYNC_COMMITTEE_SIZE).filter(|i| set(*i)).collect();
         if present.is_empty() {
             return None;
         }
         if present.len() * 2 >= SYNC_COMMITTEE_SIZE {
             let mut sum = AggregatePublicKey::from_public_key(&self.all);
-            let absent = (0..SYNC_COMMITTEE_SIZE).filter(|i| !bits.get(*i).unwrap_or(false));
-            for i in absent {
+            for i in (0..SYNC_COMMITTEE_SIZE).filter(|i| !set(*i)) {
                 sum.add_public_key(&negate(&self.keys[i]), false).ok()?;
             }
             Some(sum.to_public_key())

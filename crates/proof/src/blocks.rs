@@ -11,12 +11,12 @@ use alloy_primitives::{B256, keccak256};
 use alloy_trie::root::ordered_trie_root_with_encoder;
 use serde_json::{Value, json};
 use sszgate_light::block::ExecutionPayload;
-use tree_hash::TreeHash;
 
 use crate::error::ProofError;
 use crate::header::verify_header;
 use crate::multiproof::{self, BLOCK_NUMBER, TIMESTAMP, u64_leaf};
 use crate::params;
+use crate::payload_root::payload_root;
 use crate::render::{bytes, qty, qty256};
 use crate::tags::{ProvenBlock, check_block, check_tag};
 use crate::trust::TrustedState;
@@ -61,7 +61,7 @@ pub fn verify_block(
     params: &Value,
 ) -> Result<Value, ProofError> {
     let ExecutionPayloadUnion::Deneb(payload) = &p.execution_payload;
-    let leaves = multiproof::Leaves::from([(EXECUTION_PAYLOAD, payload.tree_hash_root())]);
+    let leaves = multiproof::Leaves::from([(EXECUTION_PAYLOAD, payload_root(payload))]);
     multiproof::verify(&leaves, &p.proof, p.header.body_root, "BlockProof.proof")?;
     let at = ProvenBlock {
         slot: p.header.slot,

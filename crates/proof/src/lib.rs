@@ -4,9 +4,10 @@
 //!
 //! Modules: `ssz` (the container and union macros), `types` (the wire format), `error`,
 //! `trust` (keys per period and the sync data that adds them), `header` (a data header tied to
-//! a signature), `multiproof` (SSZ multiproofs), `params` (request
-//! parameters), `tags` (what a block tag may mean: the clock, `latest`'s freshness,
-//! `finalized`), `render` (JSON), and one module per method family: `blocks`, `txs`,
+//! a signature), `multiproof` (SSZ multiproofs), `payload_root` (an execution payload's SSZ
+//! root, hashed directly), `params` (request parameters), `tags` (what a block tag may mean:
+//! the clock, `latest`'s freshness, `finalized`), `render` (JSON), and one module per method
+//! family: `blocks`, `txs`,
 //! `receipts` (colibri's `LogsProof` too), `logs` (sszgate's `LogsRangeProof`, with `filter`),
 //! `accounts`, `call`; `verify` dispatches. `prover` builds proofs from an
 //! execution RPC and a Beacon API, and serves them (`prover::endpoint`);
@@ -28,6 +29,7 @@ pub mod header;
 pub mod logs;
 pub mod multiproof;
 pub mod params;
+pub mod payload_root;
 #[cfg(feature = "net")]
 pub mod prover;
 pub mod receipts;

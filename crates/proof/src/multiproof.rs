@@ -8,7 +8,6 @@
 use std::collections::{BTreeSet, BinaryHeap};
 
 use alloy_primitives::B256;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Check, ProofError, ensure, fail};
 
@@ -106,10 +105,7 @@ impl<const N: usize> From<[(u64, B256); N]> for Leaves {
 }
 
 fn hash_pair(left: &B256, right: &B256) -> B256 {
-    let mut h = Sha256::new();
-    h.update(left);
-    h.update(right);
-    B256::from_slice(&h.finalize())
+    B256::from(sszgate_light::merkle::hash_pair(left, right))
 }
 
 /// Folds `leaves` (gindex → node) with `proof` (the helper nodes, descending) to the root,

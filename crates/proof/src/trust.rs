@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use alloy_primitives::{B256, Bytes, keccak256};
 use sha2::{Digest, Sha256};
@@ -39,19 +39,24 @@ pub const MAX_PERIODS: usize = 8;
 /// as many, one per period: over 5 years of mainnet periods).
 pub const MAX_SYNC_UPDATES: usize = 128;
 
+/// A committee and its keys, shared: a verifier made from saved state takes an entry read
+/// before in the process without decoding or copying its 24.6 kB of compressed and 49 kB of
+/// decompressed keys (measured in Node, WASM: a verifier from saved state 0.115 → 0.046 ms).
+type Entry = Arc<(SyncCommittee, CommitteeKeys)>;
+
 /// Committee keys by period, ascending: at most [`MAX_PERIODS`] of them, so a sorted vector
 /// (which links less code than a map of these values).
 #[derive(Debug, Clone, Default)]
-struct Committees(Vec<(u64, (SyncCommittee, CommitteeKeys))>);
+struct Committees(Vec<(u64, Entry)>);
 
 impl Committees {
     fn get(&self, period: u64) -> Option<&(SyncCommittee, CommitteeKeys)> {
         let at = self.0.binary_search_by_key(&period, |(p, _)| *p).ok()?;
-        self.0.get(at).map(|(_, entry)| entry)
+        self.0.get(at).map(|(_, entry)| &**entry)
     }
 
     /// Sets the entry of `period` (replacing one there).
-    fn insert(&mut self, period: u64, entry: (SyncCommittee, CommitteeKeys)) {
+    fn insert(&mut self, period: u64, entry: Entry) {
         match self.0.binary_search_by_key(&period, |(p, _)| *p) {
             Ok(at) => self.0[at].1 = entry,
             Err(at) => self.0.insert(at, (period, entry)),
@@ -228,55 +233,48 @@ impl SavedFormat {
     }
 
     /// Period, committee and keys of one entry (with its digest, if the form has them).
-    fn read_entry(&self, entry: &[u8]) -> Result<(u64, SyncCommittee, CommitteeKeys), String> {
-        let known = if self.digest {
-            READ_ENTRIES.find(entry)
-        } else {
-            None
-        };
-        let body = match known {
-            Some(_) => &entry[..entry.len() - DIGEST],
-            None => self.checked(entry)?,
-        };
+    fn read_entry(&self, entry: &[u8]) -> Result<(u64, Entry), String> {
+        let body = &entry[..entry.len() - self.digest_len()];
         let period = u64::from_le_bytes(body[..8].try_into().unwrap_or_default());
+        if self.digest
+            && let Some(known) = READ_ENTRIES.find(entry)
+        {
+            return Ok((period, known));
+        }
+        let body = self.checked(entry)?;
         let committee = SyncCommittee::from_ssz_bytes(&body[8..8 + COMMITTEE_SSZ])
             .map_err(|e| format!("{e:?}"))?;
-        let keys = match known {
-            Some(keys) => keys,
-            None => {
-                let keys = (self.load)(&committee, period, &body[8 + COMMITTEE_SSZ..])
-                    .map_err(|e| e.to_string())?;
-                if self.digest {
-                    READ_ENTRIES.add(entry, &keys);
-                }
-                keys
-            }
-        };
-        Ok((period, committee, keys))
+        let keys = (self.load)(&committee, period, &body[8 + COMMITTEE_SSZ..])
+            .map_err(|e| e.to_string())?;
+        let read = Arc::new((committee, keys));
+        if self.digest {
+            READ_ENTRIES.add(entry, &read);
+        }
+        Ok((period, read))
     }
 }
 
 /// Entries of the current form read before in this process, with their keys, newest last:
 /// the same bytes again (a verifier made anew from the same state) cost a comparison, not a
 /// digest. Safe whatever the state: equal bytes were checked once and give the same keys.
-struct ReadEntries(Mutex<VecDeque<(Vec<u8>, CommitteeKeys)>>);
+struct ReadEntries(Mutex<VecDeque<(Vec<u8>, Entry)>>);
 
 /// The process's one record of entries read.
 static READ_ENTRIES: ReadEntries = ReadEntries(Mutex::new(VecDeque::new()));
 
 impl ReadEntries {
-    fn find(&self, entry: &[u8]) -> Option<CommitteeKeys> {
+    fn find(&self, entry: &[u8]) -> Option<Entry> {
         let entries = self.0.lock().ok()?;
         let found = entries.iter().find(|(bytes, _)| bytes == entry);
-        found.map(|(_, keys)| keys.clone())
+        found.map(|(_, read)| Arc::clone(read))
     }
 
-    fn add(&self, entry: &[u8], keys: &CommitteeKeys) {
+    fn add(&self, entry: &[u8], read: &Entry) {
         if let Ok(mut entries) = self.0.lock() {
             if entries.len() == MAX_PERIODS {
                 entries.pop_front();
             }
-            entries.push_back((entry.to_vec(), keys.clone()));
+            entries.push_back((entry.to_vec(), Arc::clone(read)));
         }
     }
 }
@@ -380,7 +378,8 @@ impl TrustedState {
             return Ok(()); // an update repeating a known committee: no decompression again
         }
         let keys = CommitteeKeys::new(committee, period).map_err(sync_error)?;
-        self.committees.insert(period, (committee.clone(), keys));
+        let entry = Arc::new((committee.clone(), keys));
+        self.committees.insert(period, entry);
         self.committees.keep_newest();
         Ok(())
     }
@@ -454,7 +453,8 @@ impl TrustedState {
         head.extend_from_slice(&self.checkpoint.unwrap_or_default().0);
         head.push(self.committees.len() as u8);
         let mut out = with_digest(head);
-        for (period, (committee, keys)) in &self.committees.0 {
+        for (period, entry) in &self.committees.0 {
+            let (committee, keys) = &**entry;
             let mut entry = period.to_le_bytes().to_vec();
             entry.extend_from_slice(&committee.as_ssz_bytes());
             entry.extend_from_slice(&keys.to_raw());
@@ -502,10 +502,10 @@ impl TrustedState {
             let entry = rest
                 .get(..format.entry())
                 .ok_or_else(|| format!("entry {i} truncated"))?;
-            let (period, committee, keys) = format
+            let (period, read) = format
                 .read_entry(entry)
                 .map_err(|e| format!("entry {i}: {e}"))?;
-            state.committees.insert(period, (committee, keys));
+            state.committees.insert(period, read);
             rest = &rest[format.entry()..];
         }
         if !rest.is_empty() {
