@@ -693,14 +693,35 @@ fn an_api_port_in_use_stops_the_snooper_at_start() {
     let line = format!(
         "--no-color -b=127.0.0.1 -p={port} --api-bind=127.0.0.1 --api-port={api} --store none http://127.0.0.1:{el}"
     );
-    let out = Command::new(named(dir.path(), "snooper"))
+    let log = dir.path().join("snooper.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let mut child = Command::new(named(dir.path(), "snooper"))
         .args(argv(&line))
         .env_remove("SSZGATE_LOG")
         .stdin(Stdio::null())
-        .output()
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    // A snooper that goes on without its API port fails here, not by hanging the test.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let relaying = TcpStream::connect(("127.0.0.1", port)).is_ok();
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "still running 60 s after its --api-port was refused (relay port open: {relaying}): {}",
+                common::read_log(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = common::read_log(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "{text}");
     assert!(
         text.contains(&format!("listening on 127.0.0.1:{api} (--api-port)")),
         "{text}"
