@@ -132,6 +132,9 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
     // proposed (seen: 18 + 30 blobs in two blocks). Held two more slots, the next proposal's
     // payload is begun with all of them in the pool.
     std::thread::sleep(Duration::from_secs(2 * FULU_PAIR_SLOT_SECONDS));
+    // The big block can come in the very next slot, before the follower's EL has taken the
+    // load below: the search starts from the last block before the hold ended.
+    let before = chain.head();
     ctl(control, &["rm", &rule["id"].as_u64().unwrap().to_string()]);
     eprintln!(
         "blocks held {:?} while the load entered geth's pool",
@@ -139,7 +142,7 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
     );
     send_raw(el2, &raws, false);
     // Generous: a slow machine builds and imports 48-blob blocks slowly; only a hang waits this long.
-    let (slot, blobs) = wait_for_blobs(chain, chain.head(), 48, Duration::from_secs(300));
+    let (slot, blobs) = wait_for_blobs(chain, before, 48, Duration::from_secs(300));
     let head = chain.wait_for_slot(slot + 4, Duration::from_secs(240));
     // The follower imports by gossip, a little later: every block the test checks must have
     // crossed its link too before the chain stops.
@@ -175,12 +178,29 @@ fn wait_for_blobs(chain: &Chain, from: u64, blobs: usize, within: Duration) -> (
         seen = head.max(seen);
         assert!(
             started.elapsed() < within,
-            "no block of {blobs} blobs in slots {from}..={head}: {:?}\n{}",
+            "no block of {blobs} blobs in slots {from}..={head}: {:?}\n\
+             the proposer's geth pool: {}\nits payload builds:\n{}\n{}",
             blob_counts(chain, from + 1..=head),
+            common::chain::eth(
+                chain.up["geth_http"].as_str().unwrap(),
+                "txpool_status",
+                serde_json::json!([])
+            ),
+            payload_lines(&chain.log("geth.log")),
             tail(&chain.log("lodestar.log"), 6000)
         );
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// The last 40 lines of geth's log `log` about building payloads and taking blob
+/// transactions: what a proposer that proposes no blobs got from it.
+fn payload_lines(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("payload") || l.contains("blob") || l.contains("ransaction"))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 /// The last `bytes` bytes of `text` (from a character boundary).
