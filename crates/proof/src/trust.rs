@@ -265,7 +265,7 @@ static READ_ENTRIES: ReadEntries = ReadEntries(Mutex::new(VecDeque::new()));
 impl ReadEntries {
     fn find(&self, entry: &[u8]) -> Option<Entry> {
         let entries = self.0.lock().ok()?;
-        let found = entries.iter().find(|(bytes, _)| bytes == entry);
+        let found = entries.iter().find(|(bytes, _)| same_bytes(bytes, entry));
         found.map(|(_, read)| Arc::clone(read))
     }
 
@@ -277,6 +277,25 @@ impl ReadEntries {
             entries.push_back((entry.to_vec(), Arc::clone(read)));
         }
     }
+}
+
+/// Whether `a` and `b` hold the same bytes, compared eight at a time. Slice equality calls
+/// `memcmp`, which on wasm32 is compiler-builtins' byte-by-byte loop: comparing a 74 kB entry
+/// was most of the time a verifier made from saved state took in Node.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let ((wa, ra), (wb, rb)) = (a.as_chunks::<8>(), b.as_chunks::<8>());
+    if wa.len() != wb.len() || ra != rb {
+        return false;
+    }
+    // Indexed: at opt-level "z" an iterator's `next` stays a call per word.
+    let mut i = 0;
+    while i < wa.len() {
+        if u64::from_ne_bytes(wa[i]) != u64::from_ne_bytes(wb[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The saved file, bounded by the most entries it can hold.
@@ -621,4 +640,35 @@ impl TrustedState {
 /// Whether an update carries a finalized header (a finality branch that is not all zeros).
 fn is_finality_update<C: Unsigned, F: Unsigned>(u: &LightClientUpdateSsz<C, F>) -> bool {
     u.finality_branch.iter().any(|n| !n.is_zero())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bytes;
+
+    /// Agrees with slice equality on every length around a word (0–17 bytes, and a saved
+    /// entry's length), whichever byte differs, and on slices of different lengths.
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        for len in (0..=17).chain([73_986]) {
+            let a: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()), "len {len}");
+            for at in 0..len.min(17) {
+                for flip in [1u8, 0x80] {
+                    let mut b = a.clone();
+                    b[at] ^= flip;
+                    assert!(!same_bytes(&a, &b), "len {len}, byte {at}");
+                }
+            }
+            if len > 0 {
+                let mut b = a.clone();
+                b[len - 1] ^= 1;
+                assert!(!same_bytes(&a, &b), "len {len}, last byte");
+                assert!(!same_bytes(&a, &a[..len - 1]), "len {len} against one less");
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!same_bytes(&a, &longer), "len {len} against one more");
+        }
+    }
 }
