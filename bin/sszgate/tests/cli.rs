@@ -429,7 +429,7 @@ fn bench_proxy_measures_every_path_and_the_proxy_records_its_calls() {
         assert_eq!(peer_rows.len(), 1, "{report}");
         // The floor relays are measured in the same rounds as the snoopers.
         assert!(
-            peer.contains("copy relay added | splice relay added |"),
+            peer.contains("copy relay added | splice relay added | splice+tee relay added |"),
             "{report}"
         );
         let cells: Vec<&str> = peer_rows[0].split('|').map(str::trim).collect();

@@ -7,6 +7,10 @@
 //! - [`Mode::Copy`]: `read` into a 256 KiB buffer and `write` it out, the way any user-space
 //!   relay moves bytes (sszgate and nginx included).
 //! - [`Mode::Splice`]: `splice(2)` socket → pipe → socket, the bytes never enter user space.
+//! - [`Mode::SpliceTee`]: the same, and `tee(2)` duplicates each chunk into a second pipe
+//!   that the relay's thread reads into memory once the chunk is passed on: the least a relay
+//!   that records every byte (as sszgate does) can cost, one copy to user space, off the
+//!   forwarding path.
 //! - [`Mode::Hyper`]: an HTTP/1.1 relay with nothing but hyper, the HTTP library sszgate's
 //!   proxy is built on (its server, and its pooled client with `TCP_NODELAY`), on a runtime of
 //!   its own with two worker threads: what HTTP alone costs, without classifying, checking or
@@ -16,9 +20,9 @@
 //! relays, read after every transfer; the on-CPU time of `/proc/self/task/<tid>/schedstat` for
 //! the hyper relay's runtime threads), so it counts only what the relay did.
 //!
-//! Not here: anything sszgate runs; these are measuring instruments. The splicing relay and
-//! the hyper relay's CPU figure are Linux only (elsewhere the first is refused when started,
-//! the second reads 0).
+//! Not here: anything sszgate runs; these are measuring instruments. The splicing relays and
+//! the hyper relay's CPU figure are Linux only (elsewhere the first two are refused when
+//! started, the last reads 0).
 
 use std::{
     io::{Read, Write},
@@ -38,6 +42,8 @@ pub enum Mode {
     Copy,
     /// `splice(2)` through a pipe, no copy to user space.
     Splice,
+    /// `splice(2)` through a pipe, each chunk also `tee(2)`d and read into memory.
+    SpliceTee,
     /// hyper's HTTP/1.1 server and pooled client, relaying bodies frame by frame.
     Hyper,
 }
@@ -48,6 +54,7 @@ impl Mode {
         match self {
             Mode::Copy => "copy relay",
             Mode::Splice => "splice relay",
+            Mode::SpliceTee => "splice+tee relay",
             Mode::Hyper => "hyper relay",
         }
     }
@@ -60,6 +67,8 @@ pub struct FloorRelay {
     /// Where callers connect.
     pub addr: SocketAddr,
     cpu_ns: Arc<AtomicU64>,
+    /// Bytes the splice+tee relay read into memory, and their sum (mod 2^64).
+    teed: Arc<(AtomicU64, AtomicU64)>,
     stop: Arc<AtomicBool>,
     /// The hyper relay's runtime and the ids of its threads.
     hyper: Option<(tokio::runtime::Runtime, Arc<std::sync::Mutex<Vec<i32>>>)>,
@@ -83,12 +92,14 @@ impl FloorRelay {
 
     /// Starts a relay to `upstream` on a free loopback port.
     pub fn start(mode: Mode, upstream: SocketAddr) -> std::io::Result<FloorRelay> {
-        let pump: fn(TcpStream, TcpStream, &AtomicU64) = match mode {
+        let pump: fn(TcpStream, TcpStream, &Counters) = match mode {
             Mode::Copy => copy_pump,
             #[cfg(target_os = "linux")]
-            Mode::Splice => splice_pump,
+            Mode::Splice => |from, to, counters| splice_pump(from, to, counters, false),
+            #[cfg(target_os = "linux")]
+            Mode::SpliceTee => |from, to, counters| splice_pump(from, to, counters, true),
             #[cfg(not(target_os = "linux"))]
-            Mode::Splice => {
+            Mode::Splice | Mode::SpliceTee => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::Unsupported,
                     "splice(2) is Linux only",
@@ -99,8 +110,13 @@ impl FloorRelay {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let cpu_ns = Arc::new(AtomicU64::new(0));
+        let teed = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
         let stop = Arc::new(AtomicBool::new(false));
-        let (cpu, stopped) = (cpu_ns.clone(), stop.clone());
+        let counters = Counters {
+            cpu: cpu_ns.clone(),
+            teed: teed.clone(),
+        };
+        let stopped = stop.clone();
         thread::Builder::new()
             .name("floor-accept".into())
             .spawn(move || {
@@ -118,10 +134,10 @@ impl FloorRelay {
                         let (Ok(from), Ok(to)) = (from.try_clone(), to.try_clone()) else {
                             continue;
                         };
-                        let cpu = cpu.clone();
+                        let counters = counters.clone();
                         let _ = thread::Builder::new()
                             .name("floor-relay".into())
-                            .spawn(move || pump(from, to, &cpu));
+                            .spawn(move || pump(from, to, &counters));
                     }
                 }
             })?;
@@ -129,9 +145,19 @@ impl FloorRelay {
             mode,
             addr,
             cpu_ns,
+            teed,
             stop,
             hyper: None,
         })
+    }
+
+    /// Bytes the splice+tee relay has read into memory so far, and their sum (mod 2^64); zero
+    /// for the others.
+    pub fn teed(&self) -> (u64, u64) {
+        (
+            self.teed.0.load(Ordering::Relaxed),
+            self.teed.1.load(Ordering::Relaxed),
+        )
     }
 
     /// CPU seconds the relay's threads have used so far.
@@ -220,6 +246,7 @@ fn hyper_relay(upstream: SocketAddr) -> std::io::Result<FloorRelay> {
         mode: Mode::Hyper,
         addr,
         cpu_ns: Arc::new(AtomicU64::new(0)),
+        teed: Arc::new((AtomicU64::new(0), AtomicU64::new(0))),
         stop,
         hyper: Some((runtime, tids)),
     })
@@ -255,9 +282,19 @@ fn account(cpu: &AtomicU64, last: &mut u64) {
     *last = now;
 }
 
+/// What a TCP relay's threads count.
+#[derive(Clone)]
+struct Counters {
+    /// CPU time, ns.
+    cpu: Arc<AtomicU64>,
+    /// Bytes read from the tee pipe, and their sum.
+    teed: Arc<(AtomicU64, AtomicU64)>,
+}
+
 /// Moves bytes from `from` to `to` through a user-space buffer until `from` ends or either
 /// fails, adding this thread's CPU time to `cpu` after every transfer.
-fn copy_pump(mut from: TcpStream, mut to: TcpStream, cpu: &AtomicU64) {
+fn copy_pump(mut from: TcpStream, mut to: TcpStream, counters: &Counters) {
+    let cpu = &*counters.cpu;
     let mut last = thread_cpu_ns();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -275,63 +312,105 @@ fn copy_pump(mut from: TcpStream, mut to: TcpStream, cpu: &AtomicU64) {
     let _ = to.shutdown(Shutdown::Write);
 }
 
-/// As [`copy_pump`], with `splice(2)` through a pipe: the bytes never enter user space.
+/// Bytes the splice+tee relay keeps of what it read, per direction of a connection: more than
+/// a 72-blob answer (20 MB); past it, it starts over at the buffer's beginning.
 #[cfg(target_os = "linux")]
-fn splice_pump(from: TcpStream, to: TcpStream, cpu: &AtomicU64) {
+const KEEP: usize = 32 << 20;
+
+/// As [`copy_pump`], with `splice(2)` through a pipe: the bytes never enter user space. With
+/// `tee`, each chunk is also duplicated into a second pipe (`tee(2)`, no copy) and, once passed
+/// on, read from it into a buffer allocated once: the one copy a recording relay must make.
+#[cfg(target_os = "linux")]
+fn splice_pump(from: TcpStream, to: TcpStream, counters: &Counters, tee: bool) {
     let mut last = thread_cpu_ns();
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return;
-    }
-    let (pipe_r, pipe_w) = (fds[0], fds[1]);
-    // A 1 MiB pipe: fewer round trips through the kernel per large answer.
-    // SAFETY: plain fcntl on a pipe this function owns.
-    unsafe { libc::fcntl(pipe_w, libc::F_SETPIPE_SZ, 1 << 20) };
+    let Ok((pipe_r, pipe_w)) = pipe() else { return };
+    let copy = match tee {
+        true => match pipe() {
+            Ok(copy) => Some((copy, vec![0u8; KEEP], 0usize)),
+            Err(_) => return,
+        },
+        false => None,
+    };
+    let mut copy = copy;
     // Not SPLICE_F_MORE: on a socket it corks the answer's tail until TCP's timer.
     let flags = libc::SPLICE_F_MOVE;
+    let mut teed = 0u64;
     'relay: loop {
-        // SAFETY: valid descriptors; null offsets are what sockets and pipes need.
-        let n = unsafe {
-            libc::splice(
-                from.as_raw_fd(),
-                std::ptr::null_mut(),
-                pipe_w,
-                std::ptr::null_mut(),
-                1 << 20,
-                flags,
-            )
-        };
-        if n <= 0 {
+        let n = splice(from.as_raw_fd(), pipe_w.as_raw_fd(), 1 << 20, flags);
+        if n == 0 {
             break;
         }
-        let mut left = n as usize;
+        let mut left = n;
         while left > 0 {
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::splice(
-                    pipe_r,
-                    std::ptr::null_mut(),
-                    to.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    left,
-                    flags,
-                )
+            // tee(2) duplicates from the pipe's start without consuming: what it took is
+            // passed on next, and the rest is duplicated in the next turn.
+            let chunk = match &copy {
+                // SAFETY: two valid pipe descriptors this function owns.
+                Some(((_, copy_w), _, _)) => {
+                    match unsafe { libc::tee(pipe_r.as_raw_fd(), copy_w.as_raw_fd(), left, 0) } {
+                        t if t > 0 => t as usize,
+                        _ => break 'relay,
+                    }
+                }
+                None => left,
             };
-            if m <= 0 {
-                break 'relay;
+            let mut out = chunk;
+            while out > 0 {
+                match splice(pipe_r.as_raw_fd(), to.as_raw_fd(), out, flags) {
+                    0 => break 'relay,
+                    m => out -= m,
+                }
             }
-            left -= m as usize;
+            left -= chunk;
+            if let Some(((copy_r, _), kept, at)) = &mut copy {
+                if *at + chunk > KEEP {
+                    *at = 0;
+                }
+                if copy_r.read_exact(&mut kept[*at..*at + chunk]).is_err() {
+                    break 'relay;
+                }
+                *at += chunk;
+                teed += chunk as u64;
+            }
         }
-        account(cpu, &mut last);
+        account(&counters.cpu, &mut last);
     }
-    // SAFETY: closing the pipe this function opened, once.
-    unsafe {
-        libc::close(pipe_r);
-        libc::close(pipe_w);
+    account(&counters.cpu, &mut last);
+    if let Some((_, kept, at)) = &copy {
+        // Summed at the end, outside the relaying: what a test compares with what was sent.
+        let sum = kept[..*at].iter().map(|&b| b as u64).sum::<u64>();
+        counters.teed.0.fetch_add(teed, Ordering::Relaxed);
+        counters.teed.1.fetch_add(sum, Ordering::Relaxed);
     }
-    account(cpu, &mut last);
     let _ = to.shutdown(Shutdown::Write);
+}
+
+/// A pipe of 1 MiB (fewer round trips through the kernel per large answer than its default
+/// 64 KiB); both ends close when dropped.
+#[cfg(target_os = "linux")]
+fn pipe() -> std::io::Result<(std::io::PipeReader, std::io::PipeWriter)> {
+    let (r, w) = std::io::pipe()?;
+    // SAFETY: plain fcntl on a pipe this function owns; a refused size keeps the default.
+    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    Ok((r, w))
+}
+
+/// `splice(2)` of at most `len` bytes from `from` to `to` (null offsets, as sockets and pipes
+/// need); 0 at the end of the input or on any error.
+#[cfg(target_os = "linux")]
+fn splice(from: i32, to: i32, len: usize, flags: u32) -> usize {
+    // SAFETY: the descriptors are open for the caller's whole call; null offsets are allowed.
+    let n = unsafe {
+        libc::splice(
+            from,
+            std::ptr::null_mut(),
+            to,
+            std::ptr::null_mut(),
+            len,
+            flags,
+        )
+    };
+    n.max(0) as usize
 }
 
 #[cfg(test)]
@@ -377,11 +456,11 @@ mod tests {
     }
 
     #[test]
-    fn both_relays_pass_every_byte_both_ways_and_count_their_cpu() {
+    fn every_tcp_relay_passes_every_byte_both_ways_and_counts_its_cpu() {
         let upstream = reversing_upstream();
         // 3 MiB of varied bytes: several pipe and buffer fills in each direction.
         let message: Vec<u8> = (0..3 << 20).map(|i: u32| (i * 7 % 251) as u8).collect();
-        for mode in [Mode::Copy, Mode::Splice] {
+        for mode in [Mode::Copy, Mode::Splice, Mode::SpliceTee] {
             let before = process_cpu_seconds();
             let relay = FloorRelay::start(mode, upstream).unwrap();
             let mut client = TcpStream::connect(relay.addr).unwrap();
@@ -400,6 +479,17 @@ mod tests {
             expected.reverse();
             assert!(answer == expected, "{}: the bytes changed", mode.name());
             assert_counted(relay.cpu_seconds(), before, mode.name());
+            if mode == Mode::SpliceTee {
+                // Both directions read into memory whole (their sums are added once a
+                // direction ends, which is after the answer's last byte: wait for it).
+                let sum: u64 = message.iter().map(|&b| b as u64).sum();
+                let want = (2 * message.len() as u64, 2 * sum);
+                let started = std::time::Instant::now();
+                while relay.teed() != want && started.elapsed().as_secs() < 10 {
+                    thread::sleep(std::time::Duration::from_millis(10));
+                }
+                assert_eq!(relay.teed(), want, "splice+tee: what was read into memory");
+            }
         }
     }
 

@@ -5,8 +5,9 @@
 //! SQLite, as it does by default. With a xatu server (`--xatu`), a second pair runs with
 //! `--xatu-enabled --xatu-output xatu:…` publishing to it, in the same rounds.
 //!
-//! The rounds also call the EL through two floor relays (`relay_floor`: copying, splicing),
-//! the least any relay adds on this machine, to read the middles against.
+//! The rounds also call the EL through three floor relays (`relay_floor`: copying, splicing,
+//! and splicing while reading every byte into memory as a recording relay must), the least
+//! any relay adds on this machine, to read the middles against.
 //! Each call of the rounds starts once every middle is idle (`proxy::wait_idle`): what a
 //! middle does after an answer is its CPU, not the next middle's latency.
 //! Per middle: added latency per call and per blob (its p50 less the direct p50), CPU per
@@ -253,8 +254,8 @@ pub struct PeerCase {
     /// Per middle, then per floor relay: calls that failed (no whole answer, or not 200), left
     /// out of its samples.
     pub failed: Vec<usize>,
-    /// The floor relays' calls in the same rounds (a copying and a splicing TCP relay): the
-    /// least any relay adds on this machine.
+    /// The floor relays' calls in the same rounds (copying, splicing, splicing and reading
+    /// into memory; TCP relays): the least any relay adds on this machine.
     pub floors: Vec<Summary>,
 }
 
@@ -326,7 +327,7 @@ pub(crate) async fn run(
         }
     }
     // The least any relay adds on this machine: copying, and splicing (no copy to user space).
-    let floors = FloorRelay::start_each(&[Mode::Copy, Mode::Splice], bench.el);
+    let floors = FloorRelay::start_each(&[Mode::Copy, Mode::Splice, Mode::SpliceTee], bench.el);
     let peer_cases = measure_cases(bench, (&middles, &floors), cases, rounds, progress).await;
     let load = cases
         .iter()
