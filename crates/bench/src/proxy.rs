@@ -4,7 +4,8 @@
 //! blobs, forkchoiceUpdated) chosen by an `x-bench-case` header, so it never parses a body.
 //! The proxy under test is a separate process (the sszgate binary), so its CPU time (from
 //! `/proc/<pid>/stat`, utime + stime) and peak RSS (`VmHWM`) are its own. For every case the
-//! direct and the proxied call alternate, one sample each per round, rotating which goes first.
+//! direct and the proxied call alternate, one sample each per round, each round in a shuffled
+//! order.
 //! Recording is on (SQLite), as in production.
 
 use std::{
@@ -428,10 +429,11 @@ pub(crate) async fn warm_up(
     bytes
 }
 
-/// `rounds` rounds of one call per target, rotating which goes first, so that a burst of
-/// noise hits every target alike; each target's samples of the calls answered whole (200),
-/// and its failed calls, in the order of `targets`. With `settle` (process ids), each call
-/// starts only once those processes are idle ([`wait_idle`]).
+/// `rounds` rounds of one call per target, each round in an order of its own
+/// ([`round_orders`]), so that a burst of noise hits every target alike and no target always
+/// follows the same one; each target's samples of the calls answered whole (200), and its
+/// failed calls, in the order of `targets`. With `settle` (process ids), each call starts only
+/// once those processes are idle ([`wait_idle`]).
 pub(crate) async fn interleaved(
     client: &HttpClient,
     targets: &[String],
@@ -441,9 +443,8 @@ pub(crate) async fn interleaved(
 ) -> (Vec<Vec<Duration>>, Vec<usize>) {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); targets.len()];
     let mut failed = vec![0; targets.len()];
-    for round in 0..rounds {
-        for k in 0..targets.len() {
-            let which = (round + k) % targets.len();
+    for order in round_orders(targets.len(), rounds) {
+        for which in order {
             wait_idle(settle).await;
             let start = Instant::now();
             match try_call(client, &targets[which], case, request).await {
@@ -453,6 +454,21 @@ pub(crate) async fn interleaved(
         }
     }
     (samples, failed)
+}
+
+/// The order of `targets` targets in each of `rounds` rounds: shuffled, from a fixed seed so
+/// that a run can be repeated. A rotation (each round starting one later) let every target
+/// go first equally often but kept its predecessor fixed: a middle measured right after
+/// rpc-snooper always met the state rpc-snooper left the machine in.
+pub(crate) fn round_orders(targets: usize, rounds: usize) -> Vec<Vec<usize>> {
+    let mut rng = fastrand::Rng::with_seed(0x5572_6761_7465);
+    (0..rounds)
+        .map(|_| {
+            let mut order: Vec<usize> = (0..targets).collect();
+            rng.shuffle(&mut order);
+            order
+        })
+        .collect()
 }
 
 /// A process is idle once it used less than this share of a core over [`IDLE_WINDOW`].
@@ -465,8 +481,8 @@ const IDLE_AT_MOST: Duration = Duration::from_secs(2);
 
 /// Waits until every process of `pids` has been idle for [`IDLE_WINDOW`] — done with what it
 /// does after an answer (logging, recording, publishing) — or [`IDLE_AT_MOST`]. Without it a
-/// call would be timed while the previous middle still works on its own call, and in a fixed
-/// rotation the same middle would always pay for the same neighbour's deferred work; an
+/// call would be timed while the previous middle still works on its own call, and a middle
+/// would pay for whichever neighbour's deferred work came before it; an
 /// Engine API link carries a call every few seconds, not back to back.
 pub(crate) async fn wait_idle(pids: &[u32]) {
     if pids.is_empty() {
@@ -606,8 +622,8 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(usize, usize, &str)
     let proxied = format!("http://{proxy_addr}/");
     let via_nginx = nginx.as_ref().map(|(_, a)| format!("http://{a}/"));
 
-    // Every path of a case, in the order they rotate through: direct, sszgate, nginx (when
-    // measured), then the floor relays.
+    // Every path of a case (each round calls them in an order of its own): direct, sszgate,
+    // nginx (when measured), then the floor relays.
     let mut targets = vec![direct.clone(), proxied.clone()];
     targets.extend(via_nginx.clone());
     targets.extend(floors.iter().map(|f| format!("http://{}/", f.addr)));
@@ -1094,6 +1110,39 @@ mod tests {
 
     fn spawn(program: &str, args: &[&str]) -> Reaped {
         Reaped(Command::new(program).args(args).spawn().unwrap())
+    }
+
+    /// Each round is a permutation of the targets; over the rounds every target goes first
+    /// and follows every other; the same seed gives the same orders.
+    #[test]
+    fn every_round_calls_each_target_once_and_every_target_follows_every_other() {
+        let (targets, rounds) = (8, 100);
+        let orders = round_orders(targets, rounds);
+        assert_eq!(orders.len(), rounds);
+        let mut follows = vec![vec![0; targets]; targets];
+        let mut first = vec![0; targets];
+        for order in &orders {
+            let mut sorted = order.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..targets).collect::<Vec<_>>(), "{order:?}");
+            first[order[0]] += 1;
+            for pair in order.windows(2) {
+                follows[pair[1]][pair[0]] += 1;
+            }
+        }
+        for (target, before) in follows.iter().enumerate() {
+            for (other, n) in before.iter().enumerate() {
+                if other != target {
+                    assert!(*n > 0, "{target} never follows {other}: {follows:?}");
+                }
+            }
+        }
+        assert!(first.iter().all(|&n| n > 0), "{first:?}");
+        assert_eq!(
+            orders,
+            round_orders(targets, rounds),
+            "the same seed, the same orders"
+        );
     }
 
     /// A process that computes shows on-CPU time growing; one that sleeps does not; a process
