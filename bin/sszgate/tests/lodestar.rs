@@ -99,8 +99,8 @@ fn ctl(control: &str, args: &[&str]) -> Value {
     serde_json::from_slice::<Value>(&out.stdout).unwrap()
 }
 
-/// Sends eight 6-blob transactions of real blobs to both ELs of `chain`, to the proposer's
-/// while its getPayloadV5 fails (a rule injected on the proxy at `control`): geth checks each
+/// Sends eight 6-blob transactions of real blobs to both ELs of `chain` while the proposer's
+/// getPayloadV5 fails (a rule injected on the proxy at `control`): geth checks each
 /// blob's cell proofs as it takes it, which on a loaded machine spreads the load over several
 /// slots; held back, every transaction is in the pool when the next block is built, and that
 /// block carries all 48 blobs. Waits for that block and four slots more (the follower gossips
@@ -112,8 +112,9 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
         chain.up["geth_http"].as_str().unwrap(),
         chain.up["geth_http2"].as_str().unwrap(),
     );
-    // Signed before the hold, sent to the proposer's EL only during it: a Lodestar whose head
-    // falls an epoch behind counts itself as syncing and stops proposing.
+    // Signed before the hold, so that the hold lasts no longer than the ELs take to check the
+    // blobs: a Lodestar whose head falls an epoch behind counts itself as syncing and stops
+    // proposing.
     let raws = real_blob_txs(el, 8);
     let rule = ctl(
         control,
@@ -126,21 +127,26 @@ fn a_48_blob_block(chain: &Chain, control: &str) -> (u64, usize, Vec<String>) {
         ],
     );
     let held = Instant::now();
-    send_raw(el, &raws, true);
-    // Every transaction is in the pool now (geth answers eth_sendRawTransaction once it took
-    // it), but a payload geth began building before the last one arrived may still be
+    // Both ELs take the load during the hold, side by side (each checks every cell proof, and
+    // under load that takes seconds): the follower's EL must hold every blob before the block
+    // reaches the follower, whose getBlobsV2 is answered null while any one is missing.
+    std::thread::scope(|s| {
+        s.spawn(|| send_raw(el2, &raws, false));
+        send_raw(el, &raws, true);
+    });
+    // Every transaction is in both pools now (geth answers eth_sendRawTransaction once it
+    // took it), but a payload geth began building before the last one arrived may still be
     // proposed (seen: 18 + 30 blobs in two blocks). Held two more slots, the next proposal's
     // payload is begun with all of them in the pool.
     std::thread::sleep(Duration::from_secs(2 * FULU_PAIR_SLOT_SECONDS));
-    // The big block can come in the very next slot, before the follower's EL has taken the
-    // load below: the search starts from the last block before the hold ended.
+    // The big block comes in the first slots after the hold: the search starts from the last
+    // block before it ended.
     let before = chain.head();
     ctl(control, &["rm", &rule["id"].as_u64().unwrap().to_string()]);
     eprintln!(
-        "blocks held {:?} while the load entered geth's pool",
+        "blocks held {:?} while the load entered both ELs' pools",
         held.elapsed()
     );
-    send_raw(el2, &raws, false);
     // Generous: a slow machine builds and imports 48-blob blocks slowly; only a hang waits this long.
     let (slot, blobs) = wait_for_blobs(chain, before, 48, Duration::from_secs(300));
     let head = chain.wait_for_slot(slot + 4, Duration::from_secs(240));
