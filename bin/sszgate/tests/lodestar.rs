@@ -46,8 +46,8 @@ fn proxy_flags(db: &Path, extra: &[&str]) -> Vec<String> {
 
 /// `txs` blob transactions of six real mainnet blobs each (the data set's, with their cell
 /// proofs) from the second dev key, signed for the chain of the EL at `url`: their network
-/// encodings, in nonce order.
-fn real_blob_txs(url: &str, txs: usize) -> Vec<String> {
+/// encodings and hashes, in nonce order.
+fn real_blob_txs(url: &str, txs: usize) -> Vec<(String, String)> {
     use sszgate_drive::{EthRpc, Load, LoadShape, Senders};
     let blobs = sszgate_fixtures::Fixtures::load(&sszgate_fixtures::data_dir())
         .and_then(|f| f.blobs())
@@ -69,18 +69,29 @@ fn real_blob_txs(url: &str, txs: usize) -> Vec<String> {
         .unwrap();
     load.next_block()
         .iter()
-        .map(|tx| tx.raw.to_string())
+        .map(|tx| (tx.raw.to_string(), tx.hash.to_string()))
         .collect()
 }
 
-/// Sends `raws` to the EL at `url` one after the other (a blob pool refuses a nonce gap);
-/// every one must be taken when `must`, else one the EL has already (by gossip) is fine.
-fn send_raw(url: &str, raws: &[String], must: bool) {
+/// Sends `txs` to the EL at `url` one after the other (a blob pool refuses a nonce gap). One
+/// the EL already has is fine: the two ELs gossip what they take to each other. When `must`,
+/// the EL must then know every one of them.
+fn send_raw(url: &str, txs: &[(String, String)], must: bool) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let eth = sszgate_drive::EthRpc::new(url);
-    for raw in raws {
-        let sent = runtime.block_on(eth.call("eth_sendRawTransaction", serde_json::json!([raw])));
-        assert!(!must || sent.is_ok(), "{url}: {sent:?}");
+    let sent: Vec<_> = txs
+        .iter()
+        .map(|(raw, _)| {
+            runtime.block_on(eth.call("eth_sendRawTransaction", serde_json::json!([raw])))
+        })
+        .collect();
+    for (hash, sent) in txs.iter().map(|(_, hash)| hash).zip(&sent).filter(|_| must) {
+        let known =
+            runtime.block_on(eth.call("eth_getTransactionByHash", serde_json::json!([hash])));
+        assert!(
+            known.as_ref().is_ok_and(|tx| !tx.is_null()),
+            "{url} does not know {hash}: {known:?}; sending it: {sent:?}"
+        );
     }
 }
 
