@@ -31,7 +31,7 @@ use std::{
 };
 
 use common::chain::{Chain, FULU_PAIR_SLOT_SECONDS, FuluLinks, ONE_CHAIN, fulu_tools};
-use common::{KillOnDrop, Proxy, free_port, start_proxy_at, terminate};
+use common::{KillOnDrop, Proxy, free_port, start_proxy_at, terminate_proxy};
 use serde_json::Value;
 
 fn el(port: u16) -> std::net::SocketAddr {
@@ -276,8 +276,8 @@ fn fulu_lodestar_pair_with_48_blob_blocks_every_bundle_and_get_blobs_answer_veri
         .unwrap()
         .to_string();
     drop(chain);
-    terminate(proxy.child);
-    terminate(proxy2.child);
+    terminate_proxy(proxy);
+    terminate_proxy(proxy2);
 
     // The proposer's link: the bundle of the big block built, its cell proofs checked with
     // KZG; every bundle and every import verified ok.
@@ -413,7 +413,7 @@ fn lodestar_pair_over_rest_ssz_links_bridged_both_ways_with_48_blob_blocks() {
     let (_, blobs, hashes) = a_48_blob_block(&chain, &proxies[0].metrics);
     drop(chain);
     for proxy in proxies.into_iter().chain(proxies2) {
-        terminate(proxy.child);
+        terminate_proxy(proxy);
     }
 
     // Every block crossed both middle links as REST-SSZ and was VALID on both sides.
@@ -507,7 +507,7 @@ fn a_failed_get_payload_is_seen_by_lodestar_and_the_chain_recovers_when_the_rule
     let head = chain.wait_for_slot(recovered_from + 6, Duration::from_secs(90));
     let hashes = chain.execution_hashes(head);
     drop(chain);
-    terminate(proxy.child);
+    terminate_proxy(proxy);
 
     let injected = count(
         &db,

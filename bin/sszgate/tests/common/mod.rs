@@ -53,6 +53,8 @@ pub(crate) struct Proxy {
     pub(crate) child: Child,
     pub(crate) listen: String,
     pub(crate) metrics: String,
+    /// Its standard error (its log), removed with the value.
+    pub(crate) log: tempfile::NamedTempFile,
 }
 
 /// As [`start_proxy`], run under `wrapper` (a command and its arguments that then runs
@@ -79,6 +81,7 @@ pub(crate) fn start_proxy_at(
             c
         }
     };
+    let log = tempfile::NamedTempFile::new().unwrap();
     let child = command
         .args(["proxy", "--upstream", &format!("http://{el}")])
         .args(["--listen", &listen, "--metrics", &metrics])
@@ -90,7 +93,7 @@ pub(crate) fn start_proxy_at(
         )
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log.reopen().unwrap())
         .spawn()
         .unwrap();
     let started = Instant::now();
@@ -107,6 +110,7 @@ pub(crate) fn start_proxy_at(
         child,
         listen,
         metrics,
+        log,
     }
 }
 
@@ -124,6 +128,17 @@ pub(crate) fn terminate(mut child: Child) {
     sigterm(&child);
     let exit = child.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
+}
+
+/// As [`terminate`], with the end of the proxy's log in the failure.
+pub(crate) fn terminate_proxy(mut proxy: Proxy) {
+    sigterm(&proxy.child);
+    let exit = proxy.child.wait().unwrap();
+    assert!(
+        exit.success(),
+        "{exit:?}; the proxy's log ends:\n{}",
+        log_tail(proxy.log.path(), 16 << 10)
+    );
 }
 
 /// A counting EL on loopback: answers every request with `head` (extra header lines, each
