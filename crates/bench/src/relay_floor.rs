@@ -66,9 +66,8 @@ pub struct FloorRelay {
     pub mode: Mode,
     /// Where callers connect.
     pub addr: SocketAddr,
-    cpu_ns: Arc<AtomicU64>,
-    /// Bytes the splice+tee relay read into memory, and their sum (mod 2^64).
-    teed: Arc<(AtomicU64, AtomicU64)>,
+    /// What the TCP relays' threads count (unused by the hyper relay).
+    counters: Counters,
     stop: Arc<AtomicBool>,
     /// The hyper relay's runtime and the ids of its threads.
     hyper: Option<(tokio::runtime::Runtime, Arc<std::sync::Mutex<Vec<i32>>>)>,
@@ -109,14 +108,9 @@ impl FloorRelay {
         };
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let cpu_ns = Arc::new(AtomicU64::new(0));
-        let teed = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let counters = Counters::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let counters = Counters {
-            cpu: cpu_ns.clone(),
-            teed: teed.clone(),
-        };
-        let stopped = stop.clone();
+        let (threads, stopped) = (counters.clone(), stop.clone());
         thread::Builder::new()
             .name("floor-accept".into())
             .spawn(move || {
@@ -134,7 +128,7 @@ impl FloorRelay {
                         let (Ok(from), Ok(to)) = (from.try_clone(), to.try_clone()) else {
                             continue;
                         };
-                        let counters = counters.clone();
+                        let counters = threads.clone();
                         let _ = thread::Builder::new()
                             .name("floor-relay".into())
                             .spawn(move || pump(from, to, &counters));
@@ -144,8 +138,7 @@ impl FloorRelay {
         Ok(FloorRelay {
             mode,
             addr,
-            cpu_ns,
-            teed,
+            counters,
             stop,
             hyper: None,
         })
@@ -155,8 +148,8 @@ impl FloorRelay {
     /// for the others.
     pub fn teed(&self) -> (u64, u64) {
         (
-            self.teed.0.load(Ordering::Relaxed),
-            self.teed.1.load(Ordering::Relaxed),
+            self.counters.teed.0.load(Ordering::Relaxed),
+            self.counters.teed.1.load(Ordering::Relaxed),
         )
     }
 
@@ -167,7 +160,7 @@ impl FloorRelay {
                 let tids = tids.lock().expect("thread id list");
                 tids.iter().map(|tid| on_cpu_ns(*tid)).sum::<u64>() as f64 / 1e9
             }
-            None => self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            None => self.counters.cpu.load(Ordering::Relaxed) as f64 / 1e9,
         }
     }
 }
@@ -245,8 +238,7 @@ fn hyper_relay(upstream: SocketAddr) -> std::io::Result<FloorRelay> {
     Ok(FloorRelay {
         mode: Mode::Hyper,
         addr,
-        cpu_ns: Arc::new(AtomicU64::new(0)),
-        teed: Arc::new((AtomicU64::new(0), AtomicU64::new(0))),
+        counters: Counters::default(),
         stop,
         hyper: Some((runtime, tids)),
     })
@@ -283,7 +275,7 @@ fn account(cpu: &AtomicU64, last: &mut u64) {
 }
 
 /// What a TCP relay's threads count.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Counters {
     /// CPU time, ns.
     cpu: Arc<AtomicU64>,
@@ -324,17 +316,15 @@ const KEEP: usize = 32 << 20;
 fn splice_pump(from: TcpStream, to: TcpStream, counters: &Counters, tee: bool) {
     let mut last = thread_cpu_ns();
     let Ok((pipe_r, pipe_w)) = pipe() else { return };
-    let copy = match tee {
-        true => match pipe() {
-            Ok(copy) => Some((copy, vec![0u8; KEEP], 0usize)),
+    let mut copy = match tee {
+        true => match TeeCopy::new() {
+            Ok(copy) => Some(copy),
             Err(_) => return,
         },
         false => None,
     };
-    let mut copy = copy;
     // Not SPLICE_F_MORE: on a socket it corks the answer's tail until TCP's timer.
     let flags = libc::SPLICE_F_MOVE;
-    let mut teed = 0u64;
     'relay: loop {
         let n = splice(from.as_raw_fd(), pipe_w.as_raw_fd(), 1 << 20, flags);
         if n == 0 {
@@ -342,16 +332,11 @@ fn splice_pump(from: TcpStream, to: TcpStream, counters: &Counters, tee: bool) {
         }
         let mut left = n;
         while left > 0 {
-            // tee(2) duplicates from the pipe's start without consuming: what it took is
-            // passed on next, and the rest is duplicated in the next turn.
             let chunk = match &copy {
-                // SAFETY: two valid pipe descriptors this function owns.
-                Some(((_, copy_w), _, _)) => {
-                    match unsafe { libc::tee(pipe_r.as_raw_fd(), copy_w.as_raw_fd(), left, 0) } {
-                        t if t > 0 => t as usize,
-                        _ => break 'relay,
-                    }
-                }
+                Some(copy) => match copy.duplicate(&pipe_r, left) {
+                    0 => break 'relay,
+                    t => t,
+                },
                 None => left,
             };
             let mut out = chunk;
@@ -362,27 +347,71 @@ fn splice_pump(from: TcpStream, to: TcpStream, counters: &Counters, tee: bool) {
                 }
             }
             left -= chunk;
-            if let Some(((copy_r, _), kept, at)) = &mut copy {
-                if *at + chunk > KEEP {
-                    *at = 0;
-                }
-                if copy_r.read_exact(&mut kept[*at..*at + chunk]).is_err() {
-                    break 'relay;
-                }
-                *at += chunk;
-                teed += chunk as u64;
+            if copy.as_mut().is_some_and(|copy| !copy.keep(chunk)) {
+                break 'relay;
             }
         }
         account(&counters.cpu, &mut last);
     }
     account(&counters.cpu, &mut last);
-    if let Some((_, kept, at)) = &copy {
-        // Summed at the end, outside the relaying: what a test compares with what was sent.
-        let sum = kept[..*at].iter().map(|&b| b as u64).sum::<u64>();
-        counters.teed.0.fetch_add(teed, Ordering::Relaxed);
-        counters.teed.1.fetch_add(sum, Ordering::Relaxed);
+    if let Some(copy) = &copy {
+        copy.count(&counters.teed);
     }
     let _ = to.shutdown(Shutdown::Write);
+}
+
+/// The splice+tee relay's copy of one direction: a second pipe that `tee(2)` fills, and the
+/// buffer (allocated once) it is read into.
+#[cfg(target_os = "linux")]
+struct TeeCopy {
+    pipe: (std::io::PipeReader, std::io::PipeWriter),
+    kept: Vec<u8>,
+    /// Where the next chunk goes in `kept`.
+    at: usize,
+    /// Bytes read so far.
+    read: u64,
+}
+
+#[cfg(target_os = "linux")]
+impl TeeCopy {
+    fn new() -> std::io::Result<TeeCopy> {
+        Ok(TeeCopy {
+            pipe: pipe()?,
+            kept: vec![0u8; KEEP],
+            at: 0,
+            read: 0,
+        })
+    }
+
+    /// Duplicates up to `len` bytes from the start of `from` (not consuming them) into the
+    /// copy's pipe; how many, 0 on an error.
+    fn duplicate(&self, from: &std::io::PipeReader, len: usize) -> usize {
+        // SAFETY: two valid pipe descriptors, open for the call.
+        let t = unsafe { libc::tee(from.as_raw_fd(), self.pipe.1.as_raw_fd(), len, 0) };
+        t.max(0) as usize
+    }
+
+    /// Reads the `chunk` bytes duplicated last into the buffer; false on an error.
+    fn keep(&mut self, chunk: usize) -> bool {
+        if self.at + chunk > KEEP {
+            self.at = 0;
+        }
+        let read = self
+            .pipe
+            .0
+            .read_exact(&mut self.kept[self.at..self.at + chunk]);
+        self.at += chunk;
+        self.read += chunk as u64;
+        read.is_ok()
+    }
+
+    /// Adds the bytes read and the sum of those held to `teed` (summed here, after the
+    /// relaying: what a test compares with what was sent).
+    fn count(&self, teed: &(AtomicU64, AtomicU64)) {
+        let sum = self.kept[..self.at].iter().map(|&b| b as u64).sum::<u64>();
+        teed.0.fetch_add(self.read, Ordering::Relaxed);
+        teed.1.fetch_add(sum, Ordering::Relaxed);
+    }
 }
 
 /// A pipe of 1 MiB (fewer round trips through the kernel per large answer than its default
