@@ -124,21 +124,26 @@ pub(crate) fn sigterm(child: &Child) {
 }
 
 /// SIGTERM, then waits for `child` and checks it exits 0.
-pub(crate) fn terminate(mut child: Child) {
-    sigterm(&child);
-    let exit = child.wait().unwrap();
-    assert!(exit.success(), "{exit:?}");
+pub(crate) fn terminate(child: Child) {
+    terminate_showing(child, String::new);
 }
 
 /// As [`terminate`], with the end of the proxy's log in the failure.
-pub(crate) fn terminate_proxy(mut proxy: Proxy) {
-    sigterm(&proxy.child);
-    let exit = proxy.child.wait().unwrap();
-    assert!(
-        exit.success(),
-        "{exit:?}; the proxy's log ends:\n{}",
-        log_tail(proxy.log.path(), 16 << 10)
-    );
+pub(crate) fn terminate_proxy(proxy: Proxy) {
+    let log = proxy.log;
+    terminate_showing(proxy.child, || {
+        format!(
+            "; the proxy's log ends:\n{}",
+            log_tail(log.path(), 16 << 10)
+        )
+    });
+}
+
+/// SIGTERM, then waits for `child`; when it does not exit 0, fails with `context()`.
+fn terminate_showing(mut child: Child, context: impl FnOnce() -> String) {
+    sigterm(&child);
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}{}", context());
 }
 
 /// A counting EL on loopback: answers every request with `head` (extra header lines, each
