@@ -7,7 +7,7 @@
 //! saved and taken back three ways: decompressed and subgroup-checked (`new`), uncompressed and
 //! checked against the committee (`from_uncompressed`), or in blst's own form with no check
 //! (`from_raw`, for a state trusted as a whole). Signatures that verified are remembered, once
-//! per process, by the exact key they verified under.
+//! per process, by the exact keys they verified under (a digest of the points, below).
 //!
 //! What does not live here: which committee and domain a signature needs (see `store`,
 //! `spec`).
@@ -37,6 +37,9 @@ pub struct CommitteeKeys {
     keys: Vec<PublicKey>,
     /// The sum of all 512 keys.
     all: PublicKey,
+    /// SHA-256 of the keys and their sum in blst's own form ([`CommitteeKeys::to_raw`]'s
+    /// bytes): names these exact points in the record of verified signatures.
+    identity: [u8; 32],
 }
 
 /// Bytes of an uncompressed G1 point (`x || y`, big-endian).
@@ -75,6 +78,15 @@ fn push_raw(key: &PublicKey, out: &mut Vec<u8>) {
     for limb in point.x.l.iter().chain(&point.y.l) {
         out.extend_from_slice(&limb.to_le_bytes());
     }
+}
+
+/// `keys` then their sum `all`, each in blst's own form ([`CommitteeKeys::to_raw`]).
+fn raw_bytes(keys: &[PublicKey], all: &PublicKey) -> Vec<u8> {
+    let mut out = Vec::with_capacity((keys.len() + 1) * RAW);
+    for key in keys.iter().chain([all]) {
+        push_raw(key, &mut out);
+    }
+    out
 }
 
 /// The key [`push_raw`] wrote: no field operation and no check at all.
@@ -149,11 +161,7 @@ impl CommitteeKeys {
     /// The keys and their sum in blst's own form (513 × 96 bytes), for a saved state that is
     /// trusted as a whole: [`CommitteeKeys::from_raw`] takes them back with no field operation.
     pub fn to_raw(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity((SYNC_COMMITTEE_SIZE + 1) * RAW);
-        for key in self.keys.iter().chain([&self.all]) {
-            push_raw(key, &mut out);
-        }
-        out
+        raw_bytes(&self.keys, &self.all)
     }
 
     /// Takes back [`CommitteeKeys::to_raw`]'s bytes as the keys of `committee`. The points are
@@ -180,7 +188,13 @@ impl CommitteeKeys {
                 return Err(invalid(index));
             }
         }
-        Ok(CommitteeKeys { period, keys, all })
+        let identity = Sha256::digest(bytes).into();
+        Ok(CommitteeKeys {
+            period,
+            keys,
+            all,
+            identity,
+        })
     }
 
     fn with_keys(period: u64, keys: Vec<PublicKey>) -> Result<Self, LightError> {
@@ -188,7 +202,13 @@ impl CommitteeKeys {
         let all = AggregatePublicKey::aggregate(&refs, false)
             .map_err(|_| LightError::InvalidPublicKey { index: 0, period })?
             .to_public_key();
-        Ok(CommitteeKeys { period, keys, all })
+        let identity = Sha256::digest(raw_bytes(&keys, &all)).into();
+        Ok(CommitteeKeys {
+            period,
+            keys,
+            all,
+            identity,
+        })
     }
 
     /// The sum of the keys whose bit is set: from the full sum minus the absent members when
@@ -238,18 +258,22 @@ impl CommitteeKeys {
                 field: "sync_committee_bits",
             });
         }
-        let aggregate_key = self
-            .participants_key(&aggregate.sync_committee_bits)
-            .ok_or_else(|| fail("participants' keys do not aggregate".into()))?;
+        // Named by the exact points the participants' key is summed from, not by that key:
+        // a header seen before then costs a hash, not the sum and its field inversion (half
+        // of a warm account or block-number proof in WASM, `--cpu-prof`).
         let digest: [u8; 32] = Sha256::new()
+            .chain_update(self.identity)
+            .chain_update(aggregate.sync_committee_bits.as_slice())
             .chain_update(signing_root)
-            .chain_update(aggregate_key.compress())
             .chain_update(aggregate.sync_committee_signature.as_slice())
             .finalize()
             .into();
         if VERIFIED.remembers(&digest) {
             return Ok(());
         }
+        let aggregate_key = self
+            .participants_key(&aggregate.sync_committee_bits)
+            .ok_or_else(|| fail("participants' keys do not aggregate".into()))?;
         // Keys were validated at decompression; the signature is group-checked here.
         let signature =
             Signature::sig_validate(aggregate.sync_committee_signature.as_slice(), true)
@@ -271,11 +295,13 @@ impl CommitteeKeys {
     }
 }
 
-/// Signatures that verified, as digests of (signing root, the participants' aggregate key,
-/// signature), newest last: a repeated header costs a hash, not a pairing. Shared by every
-/// committee and verifier in the process, which is safe because a digest names the exact key
-/// the signature verified under, a fact of arithmetic, not a committee some verifier trusts:
-/// a verifier made from an attacker's state can only add digests of the attacker's keys.
+/// Signatures that verified, as digests of (the committee keys' identity, the participation
+/// bits, signing root, signature), newest last: a repeated header costs a hash, not a pairing.
+/// Shared by every committee and verifier in the process, which is safe because the identity
+/// is the SHA-256 of the exact points (the 512 keys and their sum) that the participants' key
+/// is computed from, so a digest names the exact key the signature verified under, a fact of
+/// arithmetic, not a committee some verifier trusts: a verifier made from an attacker's state
+/// (any points under an honest committee's name) can only add digests of the attacker's points.
 struct VerifiedSignatures(Mutex<VecDeque<[u8; 32]>>);
 
 /// Digests remembered at most.

@@ -393,10 +393,8 @@ impl ChainSpec {
 
 /// `compute_signing_root(object_root, domain)`: `hash_tree_root(SigningData)`.
 pub fn signing_root(object_root: B256, domain: B256) -> B256 {
-    let mut data = [0u8; 64];
-    data[..32].copy_from_slice(object_root.as_slice());
-    data[32..].copy_from_slice(domain.as_slice());
-    B256::from_slice(&Sha256::digest(data))
+    // `SigningData` is two chunks: its root is one node hash.
+    B256::from(crate::merkle::hash_pair(&object_root.0, &domain.0))
 }
 
 /// Refuses a config whose preset is not mainnet (`PRESET_BASE`, or the preset's

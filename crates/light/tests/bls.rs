@@ -146,19 +146,7 @@ fn seeded_committee(seed: u8) -> (SyncCommittee, Vec<SecretKey>) {
 
 /// The aggregate of the members `0..signers` of a committee over `root`.
 fn sign(secrets: &[SecretKey], signers: usize, root: B256) -> SyncAggregate {
-    let mut bits = BitVector::<U512>::new();
-    let signatures: Vec<_> = (0..signers)
-        .map(|i| {
-            bits.set(i, true).unwrap();
-            secrets[i].sign(root.as_slice(), BLS_DST, &[])
-        })
-        .collect();
-    let refs: Vec<_> = signatures.iter().collect();
-    let signature = AggregateSignature::aggregate(&refs, true).unwrap();
-    SyncAggregate {
-        sync_committee_bits: bits,
-        sync_committee_signature: BlsSignature::from(signature.to_signature().compress()),
-    }
+    sign_seats(secrets, 0..=signers - 1, root)
 }
 
 #[test]
@@ -187,4 +175,63 @@ fn a_signature_remembered_under_one_committees_keys_does_not_pass_under_anothers
     let mut fewer = aggregate.clone();
     fewer.sync_committee_bits.set(0, false).unwrap();
     assert!(honest_keys.verify(&fewer, root, 1).is_err());
+}
+
+#[test]
+fn a_state_with_other_points_under_an_honest_committees_name_shares_no_remembered_signature() {
+    let (honest, honest_secrets) = seeded_committee(3);
+    let (other, other_secrets) = seeded_committee(4);
+    // The attacker's points: its own keys at every seat but the first and the last, which
+    // `from_raw` checks against the honest committee, and their true sum.
+    let mut mixed = other.clone();
+    mixed.pubkeys[0] = honest.pubkeys[0];
+    mixed.pubkeys[511] = honest.pubkeys[511];
+    let attacker_raw = CommitteeKeys::new(&mixed, 9).unwrap().to_raw();
+    let attacker = CommitteeKeys::from_raw(&honest, 9, &attacker_raw).unwrap();
+    let honest_keys = CommitteeKeys::from_raw(
+        &honest,
+        9,
+        &CommitteeKeys::new(&honest, 9).unwrap().to_raw(),
+    )
+    .unwrap();
+    let root = B256::repeat_byte(0x6b);
+    // Seats 1..=400 signed with the attacker's secret keys: valid under its points only, and
+    // remembered as verified under them; the honest keys must still refuse it.
+    let forged = sign_seats(&other_secrets, 1..=400, root);
+    attacker.verify(&forged, root, 1).unwrap();
+    attacker.verify(&forged, root, 1).unwrap();
+    let err = honest_keys.verify(&forged, root, 1).unwrap_err();
+    assert!(err.to_string().contains("does not verify"), "{err}");
+    // The other way: an honest aggregate remembered under the honest points does not pass
+    // under the attacker's, nor under points whose stored sum alone was changed.
+    let honest_aggregate = sign_seats(&honest_secrets, 1..=400, root);
+    honest_keys.verify(&honest_aggregate, root, 1).unwrap();
+    assert!(attacker.verify(&honest_aggregate, root, 1).is_err());
+    let mut wrong_sum = CommitteeKeys::new(&honest, 9).unwrap().to_raw();
+    let seat_5 = wrong_sum[5 * 96..6 * 96].to_vec();
+    wrong_sum[512 * 96..].copy_from_slice(&seat_5);
+    let wrong_sum = CommitteeKeys::from_raw(&honest, 9, &wrong_sum).unwrap();
+    let err = wrong_sum.verify(&honest_aggregate, root, 1).unwrap_err();
+    assert!(err.to_string().contains("does not verify"), "{err}");
+}
+
+/// The aggregate of the members at `seats` (their secret keys in `secrets`) over `root`.
+fn sign_seats(
+    secrets: &[SecretKey],
+    seats: std::ops::RangeInclusive<usize>,
+    root: B256,
+) -> SyncAggregate {
+    let mut bits = BitVector::<U512>::new();
+    let signatures: Vec<_> = seats
+        .map(|i| {
+            bits.set(i, true).unwrap();
+            secrets[i].sign(root.as_slice(), BLS_DST, &[])
+        })
+        .collect();
+    let refs: Vec<_> = signatures.iter().collect();
+    let signature = AggregateSignature::aggregate(&refs, true).unwrap();
+    SyncAggregate {
+        sync_committee_bits: bits,
+        sync_committee_signature: BlsSignature::from(signature.to_signature().compress()),
+    }
 }
