@@ -12,7 +12,8 @@
 //! are some (SHA-NI on x86-64) and which no scalar code matches; the scalar one is still built
 //! and tested there.
 //!
-//! What does not live here: the roots of containers (derived with `tree_hash`).
+//! What does not live here: the roots of containers (derived with `tree_hash`; the block
+//! header's, `types::BeaconBlockHeader::root`, and the signing root fold with `hash_pair`).
 
 use alloy_primitives::B256;
 
