@@ -4,13 +4,16 @@
 # Tests that need an outside tool skip loudly when it is missing, except under CI=true,
 # where a missing tool is a failure.
 set -euo pipefail
+# Each step's heading says when it began (UTC, and seconds since this script started), so
+# a slow run shows where its time went.
+step() { echo "== [$(date -u +%T) +${SECONDS}s] $*"; }
 cd "$(dirname "$0")/.."
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== the WASM verifier package (scripts/build-js.sh) and viem (pinned), before cargo test:"
+step "the WASM verifier package (scripts/build-js.sh) and viem (pinned), before cargo test:"
 echo "   bin/sszgate/tests/embedded.rs drives them against sszgate rpc --serve-proofs"
 pkg=""
 if command -v clang >/dev/null && command -v llvm-ar >/dev/null; then
@@ -25,16 +28,16 @@ elif [ "${CI:-}" = "true" ]; then
 else
   echo "!!! SKIPPED the WASM package: no clang/llvm-ar on this machine (apt-get install clang llvm)" >&2
 fi
-echo "== cargo test"
+step "cargo test"
 cargo test --workspace --locked --no-fail-fast
-echo "== the receipts-only verifier build answers receipts and refuses every other method by name"
+step "the receipts-only verifier build answers receipts and refuses every other method by name"
 echo "   (the facade, and the C library through its C program)"
 cargo test --locked -p sszgate-verifier -p sszgate-verifier-c --no-default-features
-echo "== the verifier without the EVM (every family but call) builds and passes its tests"
+step "the verifier without the EVM (every family but call) builds and passes its tests"
 cargo test --locked -p sszgate-verifier -p sszgate-verifier-c --no-default-features \
   --features blocks,transactions,logs,accounts
 
-echo "== the WASM verifier package's tests in Node (vectors, mutations, provider, npm pack, browser)"
+step "the WASM verifier package's tests in Node (vectors, mutations, provider, npm pack, browser)"
 if [ -n "$pkg" ]; then
   node --test js/test/
 fi
