@@ -41,9 +41,9 @@ const ZERO_PAIR: [u8; 32] = [
 
 impl BeaconBlockHeader {
     /// `hash_tree_root(header)`: the block root, equal to `tree_hash_root()`. Its five fields
-    /// are folded with `merkle::hash_pair` (five node hashes and a constant), not through
-    /// `tree_hash`'s streaming hasher: every proof hashes at least one header, and the derived
-    /// root was 8 % of a warm block-number proof in WASM (`--cpu-prof`).
+    /// are folded with `merkle::hash_pair` (six node hashes, one zero subtree a constant), not
+    /// through `tree_hash`'s streaming hasher: every proof hashes at least one header, and the
+    /// derived root was 8 % of a warm block-number proof in WASM (`--cpu-prof`).
     pub fn root(&self) -> B256 {
         use crate::merkle::hash_pair;
         let word = |n: u64| {
