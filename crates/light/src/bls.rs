@@ -18,9 +18,9 @@ use std::sync::Mutex;
 use alloy_primitives::B256;
 use blst::min_pk::{AggregatePublicKey, PublicKey, Signature};
 use blst::{BLST_ERROR, blst_p1_affine};
-use sha2::{Digest, Sha256};
 
 use crate::error::LightError;
+use crate::merkle::sha256;
 use crate::spec::{MIN_SYNC_COMMITTEE_PARTICIPANTS, SYNC_COMMITTEE_SIZE};
 use crate::types::{SyncAggregate, SyncCommittee};
 use ssz_types::BitVector;
@@ -188,7 +188,7 @@ impl CommitteeKeys {
                 return Err(invalid(index));
             }
         }
-        let identity = Sha256::digest(bytes).into();
+        let identity = sha256(bytes);
         Ok(CommitteeKeys {
             period,
             keys,
@@ -202,7 +202,7 @@ impl CommitteeKeys {
         let all = AggregatePublicKey::aggregate(&refs, false)
             .map_err(|_| LightError::InvalidPublicKey { index: 0, period })?
             .to_public_key();
-        let identity = Sha256::digest(raw_bytes(&keys, &all)).into();
+        let identity = sha256(&raw_bytes(&keys, &all));
         Ok(CommitteeKeys {
             period,
             keys,
@@ -261,13 +261,19 @@ impl CommitteeKeys {
         // Named by the exact points the participants' key is summed from, not by that key:
         // a header seen before then costs a hash, not the sum and its field inversion (half
         // of a warm account or block-number proof in WASM, `--cpu-prof`).
-        let digest: [u8; 32] = Sha256::new()
-            .chain_update(self.identity)
-            .chain_update(aggregate.sync_committee_bits.as_slice())
-            .chain_update(signing_root)
-            .chain_update(aggregate.sync_committee_signature.as_slice())
-            .finalize()
-            .into();
+        let mut named = [0u8; 32 + 64 + 32 + 96];
+        let parts: [&[u8]; 4] = [
+            &self.identity,
+            aggregate.sync_committee_bits.as_slice(),
+            signing_root.as_slice(),
+            aggregate.sync_committee_signature.as_slice(),
+        ];
+        let mut at = 0;
+        for part in parts {
+            named[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        let digest = sha256(&named);
         if VERIFIED.remembers(&digest) {
             return Ok(());
         }

@@ -136,6 +136,75 @@ pub fn hash_pair(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
     }
 }
 
+/// SHA-256 of `data`: sha2's natively; in WASM the scalar rounds above, over each block.
+/// Why ours there: sha2's portable backend mirrors the SHA-NI instructions (two rounds at a
+/// time, a separate message-schedule step), which compiles to slower WASM than these plain
+/// loops; a saved state's digests and the committee keys' identity hash 74 kB and 49 kB.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    #[cfg(target_arch = "wasm32")]
+    return scalar_sha256(data);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(data).into()
+    }
+}
+
+/// [`sha256`] with the compression written out: whole blocks, then the padding's one or two.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn scalar_sha256(data: &[u8]) -> [u8; 32] {
+    let mut state = IV;
+    let (blocks, rest) = data.as_chunks::<64>();
+    let mut i = 0;
+    while i < blocks.len() {
+        compress(&mut state, &blocks[i]);
+        i += 1;
+    }
+    // The rest, 0x80, zeros and the length in bits: one block if 8 bytes of length fit
+    // after the 0x80, else two.
+    let mut tail = [0u8; 128];
+    tail[..rest.len()].copy_from_slice(rest);
+    tail[rest.len()] = 0x80;
+    let end = if rest.len() < 56 { 64 } else { 128 };
+    let bits = (data.len() as u64).wrapping_mul(8);
+    tail[end - 8..end].copy_from_slice(&bits.to_be_bytes());
+    let (padding, _) = tail[..end].as_chunks::<64>();
+    i = 0;
+    while i < padding.len() {
+        compress(&mut state, &padding[i]);
+        i += 1;
+    }
+    big_endian(&state)
+}
+
+/// One block into `state`: its 16 words, the schedule, the 64 rounds.
+fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
+    let mut w = [0u32; 64];
+    let mut i = 0;
+    while i < 16 {
+        let j = 4 * i;
+        w[i] = u32::from_be_bytes([block[j], block[j + 1], block[j + 2], block[j + 3]]);
+        i += 1;
+    }
+    expand(&mut w);
+    rounds(state, &w);
+}
+
+/// The digest's bytes: the state's words, big-endian.
+fn big_endian(state: &[u32; 8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let mut i = 0;
+    while i < 8 {
+        let b = state[i].to_be_bytes();
+        out[4 * i] = b[0];
+        out[4 * i + 1] = b[1];
+        out[4 * i + 2] = b[2];
+        out[4 * i + 3] = b[3];
+        i += 1;
+    }
+    out
+}
+
 /// [`hash_pair`] with the two compressions written out (see the module's header).
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 fn scalar_hash_pair(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
@@ -152,17 +221,7 @@ fn scalar_hash_pair(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
     let mut state = IV;
     rounds(&mut state, &w);
     rounds(&mut state, &PAD_WK);
-    let mut out = [0u8; 32];
-    i = 0;
-    while i < 8 {
-        let b = state[i].to_be_bytes();
-        out[4 * i] = b[0];
-        out[4 * i + 1] = b[1];
-        out[4 * i + 2] = b[2];
-        out[4 * i + 3] = b[3];
-        i += 1;
-    }
-    out
+    big_endian(&state)
 }
 
 #[cfg(test)]
@@ -183,6 +242,20 @@ mod tests {
                 Sha256::digest(&both)[..]
             );
             assert_eq!(hash_pair(&left, &right)[..], Sha256::digest(&both)[..]);
+        }
+    }
+
+    #[test]
+    fn sha256_is_sha2s_at_every_padding_length() {
+        let data: Vec<u8> = (0..74_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        // Every length around the one- and two-block paddings, and the saved state's sizes.
+        let lengths = (0..=200).chain([1000, 49_248, 73_912, 74_000]);
+        for len in lengths {
+            let part = &data[..len];
+            assert_eq!(scalar_sha256(part)[..], Sha256::digest(part)[..], "{len}");
+            assert_eq!(sha256(part)[..], Sha256::digest(part)[..], "{len}");
         }
     }
 

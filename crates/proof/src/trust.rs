@@ -15,12 +15,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use alloy_primitives::{B256, Bytes, keccak256};
-use sha2::{Digest, Sha256};
 use ssz::{Decode, Encode};
 use ssz_types::FixedVector;
 use ssz_types::typenum::Unsigned;
 use sszgate_exec::ForkSchedule;
 use sszgate_light::bls::CommitteeKeys;
+use sszgate_light::merkle::sha256;
 use sszgate_light::spec::{ChainSpec, signing_root};
 use sszgate_light::store::{LightClientStore, check_update};
 use sszgate_light::types::{
@@ -226,7 +226,7 @@ impl SavedFormat {
     /// `part` without its digest, if that matches (a form without digests: `part`).
     fn checked<'a>(&self, part: &'a [u8]) -> Result<&'a [u8], String> {
         let (body, digest) = part.split_at(part.len() - self.digest_len());
-        if self.digest && Sha256::digest(body)[..] != *digest {
+        if self.digest && sha256(body)[..] != *digest {
             return Err("its SHA-256 does not match: damaged".into());
         }
         Ok(body)
@@ -463,7 +463,7 @@ impl TrustedState {
     /// [`TrustedState::from_bytes`] reads.
     pub fn to_bytes(&self) -> Vec<u8> {
         let with_digest = |mut part: Vec<u8>| {
-            let digest = Sha256::digest(&part);
+            let digest = sha256(&part);
             part.extend_from_slice(&digest);
             part
         };
