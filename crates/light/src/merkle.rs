@@ -12,8 +12,13 @@
 //! are some (SHA-NI on x86-64) and which no scalar code matches; the scalar one is still built
 //! and tested there.
 //!
-//! What does not live here: the roots of containers (derived with `tree_hash`; the block
-//! header's, `types::BeaconBlockHeader::root`, and the signing root fold with `hash_pair`).
+//! Also the one merkleizer over `hash_pair` (`merkleize`, with the all-zero subtrees'
+//! roots computed once) that the block header's root, the signing root and the proof
+//! verifier's payload root use.
+//!
+//! What does not live here: the roots of other containers (derived with `tree_hash`).
+
+use std::sync::LazyLock;
 
 use alloy_primitives::B256;
 
@@ -38,6 +43,41 @@ pub fn is_valid_merkle_branch(leaf: B256, branch: &[B256], gindex: u64, root: B2
         };
     }
     node == root
+}
+
+/// The deepest tree [`merkleize`] folds: a transaction's byte list (2^25 chunks).
+pub const MAX_DEPTH: usize = 25;
+
+/// The roots of all-zero subtrees by depth, 0 to [`MAX_DEPTH`] (computed once).
+pub fn zero_hashes() -> &'static [[u8; 32]; MAX_DEPTH + 1] {
+    static ZERO: LazyLock<[[u8; 32]; MAX_DEPTH + 1]> = LazyLock::new(|| {
+        let mut z = [[0u8; 32]; MAX_DEPTH + 1];
+        for i in 0..MAX_DEPTH {
+            z[i + 1] = hash_pair(&z[i], &z[i]);
+        }
+        z
+    });
+    &ZERO
+}
+
+/// The root of `nodes` as the leaves of a tree of `depth` levels (at most `2^depth` of them,
+/// as the SSZ types bound them; `depth` at most [`MAX_DEPTH`]), zero-padded; `nodes` is used
+/// as scratch space.
+pub fn merkleize(nodes: &mut Vec<[u8; 32]>, depth: usize) -> [u8; 32] {
+    let zero = zero_hashes();
+    if nodes.is_empty() {
+        return zero[depth];
+    }
+    for z in &zero[..depth] {
+        if nodes.len() % 2 == 1 {
+            nodes.push(*z);
+        }
+        for i in 0..nodes.len() / 2 {
+            nodes[i] = hash_pair(&nodes[2 * i], &nodes[2 * i + 1]);
+        }
+        nodes.truncate(nodes.len() / 2);
+    }
+    nodes[0]
 }
 
 /// SHA-256's round constants.
@@ -208,7 +248,9 @@ fn big_endian(state: &[u32; 8]) -> [u8; 32] {
 /// [`hash_pair`] with the two compressions written out (see the module's header).
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 fn scalar_hash_pair(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
-    // The first block's `W[i] + K[i]`: the 16 words of the pair, then the schedule.
+    // The first block's `W[i] + K[i]`: the 16 words of the pair, then the schedule. Read from
+    // the two halves directly, not through `compress`: copying them into one block first made
+    // a block proof 4 % slower in Node (eth_getBlockByHash1 warm, 4.15 → 4.31 ms median).
     let mut w = [0u32; 64];
     let mut i = 0;
     while i < 8 {

@@ -33,30 +33,26 @@ pub struct BeaconBlockHeader {
     pub body_root: B256,
 }
 
-/// `hash(zero || zero)`: the root of two zero chunks (the spec's `zerohashes[1]`).
-const ZERO_PAIR: [u8; 32] = [
-    0xf5, 0xa5, 0xfd, 0x42, 0xd1, 0x6a, 0x20, 0x30, 0x27, 0x98, 0xef, 0x6e, 0xd3, 0x09, 0x97, 0x9b,
-    0x43, 0x00, 0x3d, 0x23, 0x20, 0xd9, 0xf0, 0xe8, 0xea, 0x98, 0x31, 0xa9, 0x27, 0x59, 0xfb, 0x4b,
-];
-
 impl BeaconBlockHeader {
     /// `hash_tree_root(header)`: the block root, equal to `tree_hash_root()`. Its five fields
-    /// are folded with `merkle::hash_pair` (six node hashes, one zero subtree a constant), not
-    /// through `tree_hash`'s streaming hasher: every proof hashes at least one header, and the
-    /// derived root was 8 % of a warm block-number proof in WASM (`--cpu-prof`).
+    /// are folded with `merkle::merkleize` (`hash_pair`), not through `tree_hash`'s streaming
+    /// hasher: every proof hashes at least one header, and the derived root was 8 % of a warm
+    /// block-number proof in WASM (`--cpu-prof`).
     pub fn root(&self) -> B256 {
-        use crate::merkle::hash_pair;
         let word = |n: u64| {
             let mut chunk = [0u8; 32];
             chunk[..8].copy_from_slice(&n.to_le_bytes());
             chunk
         };
-        let left = hash_pair(
-            &hash_pair(&word(self.slot), &word(self.proposer_index)),
-            &hash_pair(&self.parent_root.0, &self.state_root.0),
-        );
-        let right = hash_pair(&hash_pair(&self.body_root.0, &[0; 32]), &ZERO_PAIR);
-        B256::from(hash_pair(&left, &right))
+        let mut fields = vec![
+            word(self.slot),
+            word(self.proposer_index),
+            self.parent_root.0,
+            self.state_root.0,
+            self.body_root.0,
+        ];
+        // Five fields: a tree of eight leaves.
+        B256::from(crate::merkle::merkleize(&mut fields, 3))
     }
 }
 
@@ -420,11 +416,6 @@ pub fn split_update_stream(bytes: &[u8], max_items: usize) -> Result<Vec<&[u8]>,
 mod tests {
     use super::*;
     use tree_hash::TreeHash;
-
-    #[test]
-    fn zero_pair_is_the_hash_of_two_zero_chunks() {
-        assert_eq!(ZERO_PAIR, crate::merkle::hash_pair(&[0; 32], &[0; 32]));
-    }
 
     #[test]
     fn header_root_is_its_tree_hash_root() {

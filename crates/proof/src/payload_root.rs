@@ -11,40 +11,13 @@
 
 use alloy_primitives::B256;
 use sszgate_light::block::ExecutionPayload;
-use sszgate_light::merkle::hash_pair as node;
+use sszgate_light::merkle::{hash_pair as node, merkleize};
 use tree_hash::TreeHash;
 
 /// Depth of a transaction's byte list (2^30 bytes: 2^25 chunks).
 const TX_DEPTH: usize = 25;
 /// Depth of the transaction list (2^20 transactions).
 const TXS_DEPTH: usize = 20;
-
-/// The roots of all-zero subtrees, by depth.
-fn zero_hashes() -> [[u8; 32]; TX_DEPTH + 1] {
-    let mut z = [[0u8; 32]; TX_DEPTH + 1];
-    for i in 0..TX_DEPTH {
-        z[i + 1] = node(&z[i], &z[i]);
-    }
-    z
-}
-
-/// The root of `nodes` as the leaves of a tree of `depth` levels (at most `2^depth` of them,
-/// as the SSZ types bound them), zero-padded; `nodes` is used as scratch space.
-fn merkleize(nodes: &mut Vec<[u8; 32]>, depth: usize, zero: &[[u8; 32]]) -> [u8; 32] {
-    if nodes.is_empty() {
-        return zero[depth];
-    }
-    for z in &zero[..depth] {
-        if nodes.len() % 2 == 1 {
-            nodes.push(*z);
-        }
-        for i in 0..nodes.len() / 2 {
-            nodes[i] = node(&nodes[2 * i], &nodes[2 * i + 1]);
-        }
-        nodes.truncate(nodes.len() / 2);
-    }
-    nodes[0]
-}
 
 /// `root` with a list's length mixed in.
 fn mix_in_length(root: &[u8; 32], len: usize) -> [u8; 32] {
@@ -55,7 +28,6 @@ fn mix_in_length(root: &[u8; 32], len: usize) -> [u8; 32] {
 
 /// The root of the payload's `transactions` (`List[ByteList[2^30], 2^20]`).
 fn transactions_root(txs: &[&[u8]]) -> [u8; 32] {
-    let zero = zero_hashes();
     let mut chunks = Vec::new();
     let mut roots = Vec::with_capacity(txs.len() + 1);
     for tx in txs {
@@ -65,10 +37,10 @@ fn transactions_root(txs: &[&[u8]]) -> [u8; 32] {
             chunk[..c.len()].copy_from_slice(c);
             chunk
         }));
-        let root = merkleize(&mut chunks, TX_DEPTH, &zero);
+        let root = merkleize(&mut chunks, TX_DEPTH);
         roots.push(mix_in_length(&root, tx.len()));
     }
-    let root = merkleize(&mut roots, TXS_DEPTH, &zero);
+    let root = merkleize(&mut roots, TXS_DEPTH);
     mix_in_length(&root, txs.len())
 }
 
@@ -95,7 +67,7 @@ pub fn payload_root(p: &ExecutionPayload) -> B256 {
         p.excess_blob_gas.tree_hash_root().0,
     ];
     // 17 fields: a tree of 32 leaves.
-    B256::from(merkleize(&mut fields, 5, &zero_hashes()))
+    B256::from(merkleize(&mut fields, 5))
 }
 
 #[cfg(test)]
