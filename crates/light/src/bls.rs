@@ -261,19 +261,15 @@ impl CommitteeKeys {
         // Named by the exact points the participants' key is summed from, not by that key:
         // a header seen before then costs a hash, not the sum and its field inversion (half
         // of a warm account or block-number proof in WASM, `--cpu-prof`).
-        let mut named = [0u8; 32 + 64 + 32 + 96];
-        let parts: [&[u8]; 4] = [
-            &self.identity,
-            aggregate.sync_committee_bits.as_slice(),
-            signing_root.as_slice(),
-            aggregate.sync_committee_signature.as_slice(),
-        ];
-        let mut at = 0;
-        for part in parts {
-            named[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
-        }
-        let digest = sha256(&named);
+        let digest = sha256(
+            &[
+                &self.identity[..],
+                aggregate.sync_committee_bits.as_slice(),
+                signing_root.as_slice(),
+                aggregate.sync_committee_signature.as_slice(),
+            ]
+            .concat(),
+        );
         if VERIFIED.remembers(&digest) {
             return Ok(());
         }
@@ -328,5 +324,51 @@ impl VerifiedSignatures {
             }
             v.push_back(digest);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::BlsPublicKey;
+    use blst::min_pk::SecretKey;
+    use ssz_types::FixedVector;
+
+    /// A committee of 512 keys from `seed`.
+    fn committee(seed: u8) -> SyncCommittee {
+        let pubkeys: Vec<BlsPublicKey> = (0..512u16)
+            .map(|i| {
+                let mut ikm = [seed; 32];
+                ikm[..2].copy_from_slice(&i.to_le_bytes());
+                let secret = SecretKey::key_gen(&ikm, &[]).expect("32 bytes of key material");
+                BlsPublicKey::from(secret.sk_to_pk().compress())
+            })
+            .collect();
+        SyncCommittee {
+            pubkeys: FixedVector::new(pubkeys).expect("512 keys"),
+            aggregate_pubkey: BlsPublicKey::ZERO,
+        }
+    }
+
+    /// The same points name themselves alike however they were made, so a verifier from
+    /// saved state finds what a verifier that decompressed the keys verified; other points
+    /// (another committee, or the same keys with another stored sum) do not.
+    #[test]
+    fn the_identity_is_the_points_whichever_way_they_were_made() {
+        let honest = committee(7);
+        let decompressed = CommitteeKeys::new(&honest, 3).expect("valid keys");
+        let uncompressed =
+            CommitteeKeys::from_uncompressed(&honest, 3, &decompressed.to_uncompressed())
+                .expect("the committee's own keys");
+        let raw = CommitteeKeys::from_raw(&honest, 3, &decompressed.to_raw()).expect("raw");
+        assert_eq!(decompressed.identity, sha256(&decompressed.to_raw()));
+        assert_eq!(uncompressed.identity, decompressed.identity);
+        assert_eq!(raw.identity, decompressed.identity);
+        let other = CommitteeKeys::new(&committee(8), 3).expect("valid keys");
+        assert_ne!(other.identity, decompressed.identity);
+        let mut other_sum = decompressed.to_raw();
+        other_sum[512 * RAW] ^= 1;
+        let other_sum = CommitteeKeys::from_raw(&honest, 3, &other_sum).expect("unchecked sum");
+        assert_ne!(other_sum.identity, decompressed.identity);
     }
 }
