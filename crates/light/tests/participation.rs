@@ -174,7 +174,8 @@ fn assert_participation(err: LightError, participants: usize, required: usize) {
 }
 
 /// 1, 100, 300 and 341 signers are refused by the participation check (their signatures are
-/// valid: the lowered rule below accepts the same aggregate); 342 anchor with supermajority.
+/// valid: the lowered rule below accepts the same aggregate), also once that aggregate was
+/// verified and remembered; 342 anchor with supermajority.
 #[test]
 fn a_child_aggregate_needs_two_thirds_by_default() {
     let store = store(None);
@@ -186,6 +187,10 @@ fn a_child_aggregate_needs_two_thirds_by_default() {
         let lowered = ParticipationPolicy::new(signers).unwrap();
         let verified = verify_signed_by_child(&store, lowered, &parent, &child).unwrap();
         assert_eq!(verified.trust, Trust::Signed);
+        // Now remembered as verified in this process: the default rule still refuses it (the
+        // record of verified signatures skips the pairing, never the participation check).
+        let err = verify_signed_by_child(&store, policy, &parent, &child).unwrap_err();
+        assert_participation(err, signers, 342);
     }
     let (parent, child) = parent_and_child(FINALIZED_SLOT + 10, 342);
     let verified = verify_signed_by_child(&store, policy, &parent, &child).unwrap();
