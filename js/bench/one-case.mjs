@@ -1,9 +1,10 @@
 // One recorded case verified many times in one process: warm (the same verifier, which holds
 // the keys and has seen the proof's signature) or cold (a verifier made from saved state, then
-// its verify). Prints the median and p10 in ms. For profiles (`node --cpu-prof`) and A/B runs of
+// its verify; `cold-swept`: the same after writing 64 MB of memory, as another program's work
+// between two requests would leave the caches). Prints the median and p10 in ms. For profiles (`node --cpu-prof`) and A/B runs of
 // two builds, one process each, alternated by the caller.
 //
-// usage: node js/bench/one-case.mjs PKG_DIR CASE [RUNS] [cold]
+// usage: node js/bench/one-case.mjs PKG_DIR CASE [RUNS] [cold | cold-swept]
 // e.g.   node js/bench/one-case.mjs target/js/sszgate-verifier eth_blockNumber_electra 3000
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const [pkgDir, name, runsArg, mode] = process.argv.slice(2);
 if (!pkgDir || !name) {
-  console.error('usage: node js/bench/one-case.mjs PKG_DIR CASE [RUNS] [cold]');
+  console.error('usage: node js/bench/one-case.mjs PKG_DIR CASE [RUNS] [cold | cold-swept]');
   process.exit(2);
 }
 const RUNS = Number(runsArg ?? 3000);
@@ -31,10 +32,12 @@ for (const f of fs.readdirSync(dir).filter((f) => /^sync_committee_\d+\.pubkeys$
 const { method, params } = expected;
 v.verify(method, params, proof);
 const state = v.saveState();
+const sweep = mode === 'cold-swept' ? new Float64Array(8 << 20) : null;
 const times = [];
 for (let i = 0; i < RUNS; i++) {
+  if (sweep) for (let j = 0; j < sweep.length; j += 8) sweep[j] += 1;
   const t = performance.now();
-  if (mode === 'cold') (await createVerifier({ ...options, state })).verify(method, params, proof);
+  if (mode === 'cold' || sweep) (await createVerifier({ ...options, state })).verify(method, params, proof);
   else v.verify(method, params, proof);
   times.push(performance.now() - t);
 }
