@@ -40,8 +40,15 @@ pub const PALETTE: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-fn finite_max(values: impl Iterator<Item = f64>) -> f64 {
-    values.filter(|v| v.is_finite()).fold(0.0, f64::max)
+/// The lowest and highest finite value, zero included, and their distance (never zero).
+/// Every drawn point must lie inside its chart's range: plotters maps a coordinate to a pixel
+/// in `i32` and overflows (a panic in debug builds) for a point millions of spans outside it,
+/// as negative values did when every range began at zero.
+fn extent(values: impl Iterator<Item = f64>) -> (f64, f64, f64) {
+    let (low, high) = values
+        .filter(|v| v.is_finite())
+        .fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+    (low, high, (high - low).max(1e-6))
 }
 
 impl Chart {
@@ -59,11 +66,10 @@ impl Chart {
                     y_label,
                 } => {
                     let n = categories.len().max(1);
-                    let top = finite_max(series.iter().flat_map(|s| s.1.iter().copied())).max(1e-6)
-                        * 1.15;
-                    // Room under zero for the category names, drawn by hand: a plain numeric
-                    // x axis keeps the bars of a group side by side.
-                    let floor = -top * 0.12;
+                    // Room under the lowest bar (or zero) for the category names, drawn by
+                    // hand: a plain numeric x axis keeps the bars of a group side by side.
+                    let (low, high, span) = extent(series.iter().flat_map(|s| s.1.iter().copied()));
+                    let (floor, top) = (low - span * 0.12, high + span * 0.15);
                     let mut chart = ChartBuilder::on(&root)
                         .caption(title, ("sans-serif", 18))
                         .margin(12)
@@ -87,7 +93,7 @@ impl Chart {
                         .draw_series(categories.iter().enumerate().map(|(i, c)| {
                             Text::new(
                                 c.clone(),
-                                (i as f64 + 0.5, floor / 2.0),
+                                (i as f64 + 0.5, low - span * 0.06),
                                 label_style.clone(),
                             )
                         }))
@@ -130,14 +136,15 @@ impl Chart {
                     y_label,
                 } => {
                     let points = || series.iter().flat_map(|s| s.1.iter().copied());
-                    let right = finite_max(points().map(|p| p.0)).max(1.0) * 1.05;
-                    let top = finite_max(points().map(|p| p.1)).max(1e-6) * 1.15;
+                    let (left, right, width) = extent(points().map(|p| p.0));
+                    let (bottom, top, height) = extent(points().map(|p| p.1));
+                    let (right, top) = (right + width * 0.05, top + height * 0.15);
                     let mut chart = ChartBuilder::on(&root)
                         .caption(title, ("sans-serif", 18))
                         .margin(12)
                         .x_label_area_size(40)
                         .y_label_area_size(60)
-                        .build_cartesian_2d(0f64..right, 0f64..top)
+                        .build_cartesian_2d(left..right, bottom..top)
                         .map_err(|e| e.to_string())?;
                     chart
                         .configure_mesh()
@@ -147,8 +154,11 @@ impl Chart {
                         .map_err(|e| e.to_string())?;
                     for (k, (name, values)) in series.iter().enumerate() {
                         let color = PALETTE[k % PALETTE.len()];
-                        let values: Vec<(f64, f64)> =
-                            values.iter().copied().filter(|p| p.1.is_finite()).collect();
+                        let values: Vec<(f64, f64)> = values
+                            .iter()
+                            .copied()
+                            .filter(|p| p.0.is_finite() && p.1.is_finite())
+                            .collect();
                         chart
                             .draw_series(LineSeries::new(values.clone(), color.stroke_width(2)))
                             .map_err(|e| e.to_string())?
@@ -172,5 +182,60 @@ impl Chart {
             root.present().map_err(|e| e.to_string())?;
         }
         Ok(svg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers of attribute `name` in every `<tag …>` of `svg`.
+    fn attributes(svg: &str, tag: &str, name: &str) -> Vec<f64> {
+        svg.split(&format!("<{tag} "))
+            .skip(1)
+            .filter_map(|element| {
+                let at = element.find(&format!(" {name}=\""))? + name.len() + 3;
+                let rest = &element[at..];
+                rest[..rest.find('"')?].parse().ok()
+            })
+            .collect()
+    }
+
+    /// Differences against a baseline are often all negative (a middle faster than direct
+    /// within noise): every point and bar must still be drawn inside the canvas. With ranges
+    /// that began at zero, plotters overflowed mapping them (a panic in `sszgate bench e2e`).
+    #[test]
+    fn negative_values_are_drawn_inside_the_canvas() {
+        let lines = Chart::Lines {
+            title: "p50 minus direct".into(),
+            series: vec![
+                ("sszgate".into(), vec![(0.0, -50.0), (72.0, -0.4)]),
+                ("rpc-snooper".into(), vec![(0.0, -3.0), (72.0, 12.0)]),
+            ],
+            x_label: "blobs".into(),
+            y_label: "ms".into(),
+        }
+        .svg()
+        .expect("drawn");
+        let ys = attributes(&lines, "circle", "cy");
+        assert_eq!(ys.len(), 4, "a marker per point: {lines}");
+        assert!(ys.iter().all(|y| (0.0..=420.0).contains(y)), "{ys:?}");
+        let bars = Chart::Bars {
+            title: "all below zero".into(),
+            categories: vec!["a".into(), "b".into()],
+            series: vec![("sszgate".into(), vec![-50.0, -0.001])],
+            y_label: "ms".into(),
+        }
+        .svg()
+        .expect("drawn");
+        let tops = attributes(&bars, "rect", "y");
+        let heights = attributes(&bars, "rect", "height");
+        assert!(tops.len() >= 2, "{bars}");
+        for (y, h) in tops.iter().zip(&heights) {
+            assert!(
+                *y >= 0.0 && y + h <= 420.0,
+                "a rect outside the canvas: {y} {h}"
+            );
+        }
     }
 }
