@@ -33,6 +33,7 @@ use std::{
 };
 
 use serde::Serialize;
+use sszgate_drive::devnet;
 use sszgate_report::e2e::{CallSample, blob_bin, e2e_sections};
 
 use crate::{
@@ -510,46 +511,15 @@ async fn chain_up(
     .map_err(|e| e.to_string())?
 }
 
-/// Makes sure the follower has the proposer as a peer: up.sh asks once, and under load that
-/// request can time out, leaving the follower alone at genesis; asked again here until it has
-/// a peer (at most a minute).
+/// Makes sure the follower has the proposer as a peer (up.sh asks once; a failed dial leaves
+/// the follower alone at genesis).
 async fn peer_follower(up: &serde_json::Value) -> Result<(), String> {
     let (b1, b2) = (
         up["beacon_rest"].as_str().unwrap_or_default(),
         up["beacon_rest2"].as_str().unwrap_or_default(),
     );
-    let json = |bytes: bytes::Bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok();
-    let get = crate::attack::rpc::chain::get;
-    let peers = || async {
-        let count = get(&format!("{b2}/eth/v1/node/peer_count"), "application/json").await;
-        count
-            .ok()
-            .and_then(json)
-            .and_then(|c| c["data"]["connected"].as_str()?.parse::<u64>().ok())
-    };
-    let identity = get(&format!("{b1}/eth/v1/node/identity"), "application/json")
-        .await
-        .ok()
-        .and_then(json)
-        .ok_or("the proposer's identity")?;
-    let peer = identity["data"]["peer_id"].as_str().unwrap_or_default();
-    let address = identity["data"]["p2p_addresses"][0]
-        .as_str()
-        .and_then(|a| a.split("/p2p/").next())
-        .unwrap_or_default();
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<http_body_util::Empty<bytes::Bytes>>();
-    for _ in 0..12 {
-        if peers().await.is_some_and(|n| n > 0) {
-            return Ok(());
-        }
-        let url = format!("{b2}/eth/v1/lodestar/connect_peer?peerId={peer}&multiaddr={address}");
-        if let Ok(request) = hyper::Request::post(url).body(http_body_util::Empty::new()) {
-            let _ = tokio::time::timeout(Duration::from_secs(10), client.request(request)).await;
-        }
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    }
-    Err("the follower found no peer within a minute".into())
+    let (peer, address) = devnet::p2p_identity(b1).await?;
+    devnet::connect_follower(b2, (&peer, &address), devnet::PEERING_WITHIN).await
 }
 
 /// Runs the bench; `progress` gets a line per step.

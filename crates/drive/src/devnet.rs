@@ -32,6 +32,9 @@ use crate::{
 pub const GETH_VERSION: &str = "v1.17.8";
 /// The ethereumjs client release the devnet installs.
 pub const ETHEREUMJS_VERSION: &str = "0.10.5";
+/// How long a follower Lodestar is asked to connect to the proposer's before the devnet gives
+/// up on it (each Lodestar starting takes a core for several seconds on a 2-core machine).
+pub const PEERING_WITHIN: Duration = Duration::from_secs(90);
 
 /// The execution client of a devnet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -622,6 +625,64 @@ pub async fn head_slot(beacon: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("no head slot in {head}"))
 }
 
+/// Connects the Lodestar at `follower` to the one at `proposer` (libp2p address `address`,
+/// peer id `peer`) and waits until the follower counts a connected peer, asking again every
+/// few seconds: Lodestar dials a `connect_peer` once, and a dial made while either node is
+/// still starting (or under load) can fail, which leaves a node without discovery alone at
+/// genesis for good. Fails after `within`, saying what the follower last reported.
+pub async fn connect_follower(
+    follower: &str,
+    (peer, address): (&str, &str),
+    within: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + within;
+    let connect =
+        format!("{follower}/eth/v1/lodestar/connect_peer?peerId={peer}&multiaddr={address}");
+    let mut dialled = String::from("not asked yet");
+    loop {
+        let count = beacon_get(&format!("{follower}/eth/v1/node/peer_count")).await;
+        let connected = count
+            .as_ref()
+            .ok()
+            .and_then(|c| c["data"]["connected"].as_str()?.parse::<u64>().ok());
+        if connected.is_some_and(|n| n > 0) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let count = count.map_or_else(|e| e, |c| c.to_string());
+            return Err(format!(
+                "the Lodestar at {follower} has no peer after {within:?} of asking it to connect \
+                 to {address} (peer count: {count}; last connect_peer: {dialled})"
+            ));
+        }
+        dialled = match http_json(http::Method::POST, &connect, None).await {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => e,
+        };
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// The libp2p peer id and first TCP address (without its `/p2p/` part) of the Lodestar whose
+/// Beacon API is at `beacon`.
+pub async fn p2p_identity(beacon: &str) -> Result<(String, String), String> {
+    let identity = beacon_get(&format!("{beacon}/eth/v1/node/identity")).await?;
+    let data = &identity["data"];
+    let peer = data["peer_id"].as_str();
+    let address = data["p2p_addresses"].as_array().and_then(|all| {
+        all.iter()
+            .filter_map(|a| a.as_str())
+            .find(|a| a.contains("/tcp/"))
+            .and_then(|a| a.split("/p2p/").next())
+    });
+    match (peer, address) {
+        (Some(peer), Some(address)) => Ok((peer.to_string(), address.to_string())),
+        _ => Err(format!(
+            "no peer id and TCP address in {beacon}'s identity: {identity}"
+        )),
+    }
+}
+
 /// One HTTP call to a loopback API (a Beacon API, a proxy's control API) with an optional JSON
 /// body: its JSON answer (`null` when empty; 1 MiB at most), or what went wrong.
 pub(crate) async fn http_json(
@@ -1083,11 +1144,8 @@ impl Devnet {
         let (cl_pid, beacon_url, _, _) = self
             .start_lodestar(setup.build, setup.chain, role, &cl_engine, index)
             .await?;
-        let connect = format!(
-            "{beacon_url}/eth/v1/lodestar/connect_peer?peerId={}&multiaddr=/ip4/127.0.0.1/tcp/{}",
-            setup.peer, setup.p2p_port
-        );
-        http_json(http::Method::POST, &connect, None)
+        let address = format!("/ip4/127.0.0.1/tcp/{}", setup.p2p_port);
+        connect_follower(&beacon_url, (&setup.peer, &address), PEERING_WITHIN)
             .await
             .map_err(|e| {
                 DriveError::Devnet(format!(

@@ -160,7 +160,30 @@ impl Chain {
             // The devnet's slot time (sszgate_drive::lodestar::SECONDS_PER_SLOT says why).
             ("SLOT", slot.as_str()),
         ];
-        Chain::start(Kit::Fulu, tools, links.geth_auth, &links.cl_engine, &knobs)
+        let chain = Chain::start(Kit::Fulu, tools, links.geth_auth, &links.cl_engine, &knobs);
+        chain.connect_follower();
+        chain
+    }
+
+    /// Makes sure the follower has the proposer as a peer: up.sh asks once, and a dial that
+    /// fails (a node still starting on a loaded machine) leaves the follower alone at genesis.
+    fn connect_follower(&self) {
+        let (proposer, follower) = (
+            self.up["beacon_rest"].as_str().unwrap(),
+            self.up["beacon_rest2"].as_str().unwrap(),
+        );
+        use sszgate_drive::devnet::{PEERING_WITHIN, connect_follower, p2p_identity};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let peered = runtime.block_on(async {
+            let (peer, address) = p2p_identity(proposer).await?;
+            connect_follower(follower, (&peer, &address), PEERING_WITHIN).await
+        });
+        if let Err(e) = peered {
+            panic!("{e}: {}", self.log("lodestar2.log"));
+        }
     }
 
     /// `kit`'s `up.sh` with `knobs` (its environment), in a fresh run directory.
