@@ -33,7 +33,6 @@ use std::{
 };
 
 use serde::Serialize;
-use sszgate_drive::devnet;
 use sszgate_report::e2e::{CallSample, blob_bin, e2e_sections};
 
 use crate::{
@@ -511,17 +510,6 @@ async fn chain_up(
     .map_err(|e| e.to_string())?
 }
 
-/// Makes sure the follower has the proposer as a peer (up.sh asks once; a failed dial leaves
-/// the follower alone at genesis).
-async fn peer_follower(up: &serde_json::Value) -> Result<(), String> {
-    let (b1, b2) = (
-        up["beacon_rest"].as_str().unwrap_or_default(),
-        up["beacon_rest2"].as_str().unwrap_or_default(),
-    );
-    let (peer, address) = devnet::p2p_identity(b1).await?;
-    devnet::connect_follower(b2, (&peer, &address), devnet::PEERING_WITHIN).await
-}
-
 /// Runs the bench; `progress` gets a line per step.
 pub async fn run(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
     if let Some(missing) = options.tools.missing() {
@@ -550,7 +538,7 @@ pub async fn run(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Re
     let genesis_us = up["genesis_time"].as_i64().unwrap_or(0) * 1_000_000;
     let slot_us = options.seconds_per_slot as i64 * 1_000_000;
     let slot_of = move |us: i64| ((us - genesis_us).max(0) / slot_us) as u64;
-    peer_follower(&up).await?;
+    chain.connect_follower().await?;
     let (head, _) = chain.head_at(2, Duration::from_secs(300)).await?;
     // A follower with a peer may still be catching up (range sync) before gossip brings it
     // each new block: the first window would then time no follower call.

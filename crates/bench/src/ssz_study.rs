@@ -302,7 +302,11 @@ async fn on_chain(
         ("JWT", jwt_text.as_str()),
     ];
     let chain = LiveChain::up_with(&options.tools, &run, &knobs)?;
-    let loaded = load(options, &chain, proposer.cl_control, progress).await;
+    // The bridges are stopped below whatever happens here.
+    let loaded = match chain.connect_follower().await {
+        Ok(()) => load(options, &chain, proposer.cl_control, progress).await,
+        Err(e) => Err(e),
+    };
     drop(chain);
     progress("chain stopped; stopping the bridges");
     let links = vec![proposer.stop()?, follower.stop()?];

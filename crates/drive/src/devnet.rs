@@ -625,20 +625,27 @@ pub async fn head_slot(beacon: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("no head slot in {head}"))
 }
 
-/// Connects the Lodestar at `follower` to the one at `proposer` (libp2p address `address`,
-/// peer id `peer`) and waits until the follower counts a connected peer, asking again every
-/// few seconds: Lodestar dials a `connect_peer` once, and a dial made while either node is
-/// still starting (or under load) can fail, which leaves a node without discovery alone at
-/// genesis for good. Fails after `within`, saying what the follower last reported.
+/// How long a follower must hold its peer, past genesis, before it counts as peered: a
+/// connection Lodestar drops does so at its first status exchange or heartbeat, within a few
+/// seconds.
+const PEER_HELD: Duration = Duration::from_secs(10);
+
+/// Connects the Lodestar at `follower` to another (libp2p address `address`, peer id `peer`)
+/// and waits until the follower has held a connected peer for [`PEER_HELD`], past genesis,
+/// asking again every 2 s whenever it has none. Why: Lodestar dials a `connect_peer` once and,
+/// with discovery off, never again; a dial that fails, or a connection dropped soon after
+/// (seen on loaded machines, around genesis), left a follower alone at slot 0 for good. Fails
+/// after `within`, saying what the follower last reported.
 pub async fn connect_follower(
     follower: &str,
     (peer, address): (&str, &str),
     within: Duration,
 ) -> Result<(), String> {
     let deadline = Instant::now() + within;
+    let genesis = genesis_time(follower).await?;
     let connect =
         format!("{follower}/eth/v1/lodestar/connect_peer?peerId={peer}&multiaddr={address}");
-    let mut dialled = String::from("not asked yet");
+    let (mut held_since, mut dialled) = (None, String::from("not asked"));
     loop {
         let count = beacon_get(&format!("{follower}/eth/v1/node/peer_count")).await;
         let connected = count
@@ -646,21 +653,36 @@ pub async fn connect_follower(
             .ok()
             .and_then(|c| c["data"]["connected"].as_str()?.parse::<u64>().ok());
         if connected.is_some_and(|n| n > 0) {
-            return Ok(());
+            let since = *held_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= PEER_HELD && unix_now() > genesis {
+                return Ok(());
+            }
+        } else {
+            held_since = None;
+            dialled = match http_json(http::Method::POST, &connect, None).await {
+                Ok(_) => "accepted".to_string(),
+                Err(e) => e,
+            };
         }
         if Instant::now() > deadline {
             let count = count.map_or_else(|e| e, |c| c.to_string());
             return Err(format!(
-                "the Lodestar at {follower} has no peer after {within:?} of asking it to connect \
-                 to {address} (peer count: {count}; last connect_peer: {dialled})"
+                "the Lodestar at {follower} held no peer for {PEER_HELD:?} within {within:?} of \
+                 asking it to connect to {address} (peer count: {count}; last connect_peer: \
+                 {dialled})"
             ));
         }
-        dialled = match http_json(http::Method::POST, &connect, None).await {
-            Ok(_) => "accepted".to_string(),
-            Err(e) => e,
-        };
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+}
+
+/// The genesis time (Unix seconds) the Beacon API at `beacon` reports.
+async fn genesis_time(beacon: &str) -> Result<u64, String> {
+    let genesis = beacon_get(&format!("{beacon}/eth/v1/beacon/genesis")).await?;
+    genesis["data"]["genesis_time"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| format!("no genesis time in {beacon}'s answer: {genesis}"))
 }
 
 /// The libp2p peer id and first TCP address (without its `/p2p/` part) of the Lodestar whose
