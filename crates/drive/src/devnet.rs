@@ -635,14 +635,15 @@ const PEER_HELD: Duration = Duration::from_secs(10);
 /// asking again every 2 s whenever it has none. Why: Lodestar dials a `connect_peer` once and,
 /// with discovery off, never again; a dial that fails, or a connection dropped soon after
 /// (seen on loaded machines, around genesis), left a follower alone at slot 0 for good. Fails
-/// after `within`, saying what the follower last reported.
+/// `within` after genesis (or after the call, if later), saying what the follower last reported.
 pub async fn connect_follower(
     follower: &str,
     (peer, address): (&str, &str),
     within: Duration,
 ) -> Result<(), String> {
-    let deadline = Instant::now() + within;
     let genesis = genesis_time(follower).await?;
+    let until_genesis = Duration::from_secs(genesis.saturating_sub(unix_now()));
+    let deadline = Instant::now() + until_genesis + within;
     let connect =
         format!("{follower}/eth/v1/lodestar/connect_peer?peerId={peer}&multiaddr={address}");
     let (mut held_since, mut dialled) = (None, String::from("not asked"));
@@ -667,9 +668,9 @@ pub async fn connect_follower(
         if Instant::now() > deadline {
             let count = count.map_or_else(|e| e, |c| c.to_string());
             return Err(format!(
-                "the Lodestar at {follower} held no peer for {PEER_HELD:?} within {within:?} of \
-                 asking it to connect to {address} (peer count: {count}; last connect_peer: \
-                 {dialled})"
+                "the Lodestar at {follower} held no peer for {PEER_HELD:?} past genesis within \
+                 {within:?} of asking it to connect to {address} (peer count: {count}; last \
+                 connect_peer: {dialled})"
             ));
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -1326,4 +1327,90 @@ pub fn down(dir: &Path) -> Result<DevnetState, DriveError> {
     let path = DevnetState::path(&dir);
     std::fs::remove_file(&path).map_err(io(path.display()))?;
     Ok(state)
+}
+
+#[cfg(test)]
+mod connect_follower_tests {
+    //! `connect_follower` against a scripted Beacon API on loopback: a peer dropped soon
+    //! after it was counted is dialled again, and a follower that never holds one fails with
+    //! what it reported.
+
+    use std::sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    };
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// How the scripted follower answers `peer_count`, given how many times it was asked and
+    /// how many dials it has had.
+    type Script = fn(u64, u64) -> u64;
+
+    /// A Beacon API answering the genesis (100 s ago), `peer_count` by `script`, and
+    /// `connect_peer` (counted); its URL and the dial count.
+    async fn follower(script: Script) -> (String, Arc<AtomicU64>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (asked, dials) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let counted = dials.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let mut head = vec![0u8; 4096];
+                let n = conn.read(&mut head).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&head[..n]).to_string();
+                let body = if line.starts_with("GET /eth/v1/beacon/genesis") {
+                    json!({"data": {"genesis_time": (unix_now() - 100).to_string()}}).to_string()
+                } else if line.starts_with("GET /eth/v1/node/peer_count") {
+                    let n = asked.fetch_add(1, Ordering::SeqCst);
+                    let connected = script(n, dials.load(Ordering::SeqCst));
+                    json!({"data": {"connected": connected.to_string()}}).to_string()
+                } else if line.starts_with("POST /eth/v1/lodestar/connect_peer?peerId=P&") {
+                    dials.fetch_add(1, Ordering::SeqCst);
+                    String::new()
+                } else {
+                    "unexpected".to_string()
+                };
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+            }
+        });
+        (url, counted)
+    }
+
+    #[tokio::test]
+    async fn a_peer_dropped_after_it_was_counted_is_dialled_again_and_held() {
+        // Counted at the first look (up.sh's dial), gone at the next two, back only once
+        // dialled again.
+        let (url, dials) = follower(|asked, dials| match asked {
+            0 => 1,
+            1 | 2 => 0,
+            _ => u64::from(dials > 0),
+        })
+        .await;
+        let started = Instant::now();
+        let peered = connect_follower(&url, ("P", "/ip4/127.0.0.1/tcp/1"), Duration::from_secs(60));
+        assert_eq!(peered.await, Ok(()));
+        assert!(dials.load(Ordering::SeqCst) >= 1, "never dialled again");
+        // Held for PEER_HELD from the look after the drop (two 2 s steps in).
+        assert!(
+            started.elapsed() >= PEER_HELD + Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_follower_that_never_holds_a_peer_fails_saying_what_it_reported() {
+        let (url, dials) = follower(|_, _| 0).await;
+        let peered = connect_follower(&url, ("P", "/ip4/127.0.0.1/tcp/1"), Duration::from_secs(3));
+        let error = peered.await.unwrap_err();
+        assert!(error.contains(r#""connected":"0""#), "{error}");
+        assert!(error.contains("last connect_peer: accepted"), "{error}");
+        assert!(dials.load(Ordering::SeqCst) >= 2, "{error}");
+    }
 }
