@@ -1168,6 +1168,9 @@ impl Devnet {
             .start_lodestar(setup.build, setup.chain, role, &cl_engine, index)
             .await?;
         let address = format!("/ip4/127.0.0.1/tcp/{}", setup.p2p_port);
+        eprintln!(
+            "devnet: follower {index}: Lodestar at {beacon_url} started; waiting until it has held the proposer as a peer for {PEER_HELD:?}, past genesis"
+        );
         connect_follower(&beacon_url, (&setup.peer, &address), PEERING_WITHIN)
             .await
             .map_err(|e| {
