@@ -303,10 +303,11 @@ async fn on_chain(
     ];
     let chain = LiveChain::up_with(&options.tools, &run, &knobs)?;
     // The bridges are stopped below whatever happens here.
-    let loaded = match chain.connect_follower().await {
-        Ok(()) => load(options, &chain, proposer.cl_control, progress).await,
-        Err(e) => Err(e),
-    };
+    let loaded = async {
+        chain.connect_follower().await?;
+        load(options, &chain, proposer.cl_control, progress).await
+    }
+    .await;
     drop(chain);
     progress("chain stopped; stopping the bridges");
     let links = vec![proposer.stop()?, follower.stop()?];

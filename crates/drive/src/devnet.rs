@@ -32,8 +32,9 @@ use crate::{
 pub const GETH_VERSION: &str = "v1.17.8";
 /// The ethereumjs client release the devnet installs.
 pub const ETHEREUMJS_VERSION: &str = "0.10.5";
-/// How long a follower Lodestar is asked to connect to the proposer's before the devnet gives
-/// up on it (each Lodestar starting takes a core for several seconds on a 2-core machine).
+/// How long past genesis a follower Lodestar is asked to connect to the proposer's before the
+/// devnet gives up on it (each Lodestar starting takes a core for several seconds on a 2-core
+/// machine).
 pub const PEERING_WITHIN: Duration = Duration::from_secs(90);
 
 /// The execution client of a devnet.
@@ -677,6 +678,13 @@ pub async fn connect_follower(
     }
 }
 
+/// [`connect_follower`] for a follower pair whose proposer's Beacon API is at `proposer`: its
+/// libp2p identity read there, [`PEERING_WITHIN`] to hold it.
+pub async fn connect_follower_to(follower: &str, proposer: &str) -> Result<(), String> {
+    let (peer, address) = p2p_identity(proposer).await?;
+    connect_follower(follower, (&peer, &address), PEERING_WITHIN).await
+}
+
 /// The genesis time (Unix seconds) the Beacon API at `beacon` reports.
 async fn genesis_time(beacon: &str) -> Result<u64, String> {
     let genesis = beacon_get(&format!("{beacon}/eth/v1/beacon/genesis")).await?;
@@ -688,7 +696,7 @@ async fn genesis_time(beacon: &str) -> Result<u64, String> {
 
 /// The libp2p peer id and first TCP address (without its `/p2p/` part) of the Lodestar whose
 /// Beacon API is at `beacon`.
-pub async fn p2p_identity(beacon: &str) -> Result<(String, String), String> {
+async fn p2p_identity(beacon: &str) -> Result<(String, String), String> {
     let identity = beacon_get(&format!("{beacon}/eth/v1/node/identity")).await?;
     let data = &identity["data"];
     let peer = data["peer_id"].as_str();
@@ -1351,20 +1359,19 @@ mod connect_follower_tests {
     /// how many dials it has had.
     type Script = fn(u64, u64) -> u64;
 
-    /// A Beacon API answering the genesis (100 s ago), `peer_count` by `script`, and
-    /// `connect_peer` (counted); its URL and the dial count.
-    async fn follower(script: Script) -> (String, Arc<AtomicU64>) {
+    /// A Beacon API answering the genesis (`genesis_in` seconds from now), `peer_count` by
+    /// `script`, and `connect_peer` (counted); its URL and the dial count.
+    async fn follower(genesis_in: i64, script: Script) -> (String, Arc<AtomicU64>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (asked, dials) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let counted = dials.clone();
         tokio::spawn(async move {
             while let Ok((mut conn, _)) = listener.accept().await {
-                let mut head = vec![0u8; 4096];
-                let n = conn.read(&mut head).await.unwrap_or(0);
-                let line = String::from_utf8_lossy(&head[..n]).to_string();
+                let line = String::from_utf8_lossy(&read_head(&mut conn).await).to_string();
                 let body = if line.starts_with("GET /eth/v1/beacon/genesis") {
-                    json!({"data": {"genesis_time": (unix_now() - 100).to_string()}}).to_string()
+                    let at = unix_now() as i64 + genesis_in;
+                    json!({"data": {"genesis_time": at.to_string()}}).to_string()
                 } else if line.starts_with("GET /eth/v1/node/peer_count") {
                     let n = asked.fetch_add(1, Ordering::SeqCst);
                     let connected = script(n, dials.load(Ordering::SeqCst));
@@ -1385,11 +1392,25 @@ mod connect_follower_tests {
         (url, counted)
     }
 
+    /// A request's head (through its blank line; bodies here are empty), however the reads
+    /// split it.
+    async fn read_head(conn: &mut tokio::net::TcpStream) -> Vec<u8> {
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 << 10 {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        head
+    }
+
     #[tokio::test]
     async fn a_peer_dropped_after_it_was_counted_is_dialled_again_and_held() {
         // Counted at the first look (up.sh's dial), gone at the next two, back only once
         // dialled again.
-        let (url, dials) = follower(|asked, dials| match asked {
+        let (url, dials) = follower(-100, |asked, dials| match asked {
             0 => 1,
             1 | 2 => 0,
             _ => u64::from(dials > 0),
@@ -1398,7 +1419,8 @@ mod connect_follower_tests {
         let started = Instant::now();
         let peered = connect_follower(&url, ("P", "/ip4/127.0.0.1/tcp/1"), Duration::from_secs(60));
         assert_eq!(peered.await, Ok(()));
-        assert!(dials.load(Ordering::SeqCst) >= 1, "never dialled again");
+        // Dialled at each of the two looks without a peer, never while it had one.
+        assert_eq!(dials.load(Ordering::SeqCst), 2);
         // Held for PEER_HELD from the look after the drop (two 2 s steps in).
         assert!(
             started.elapsed() >= PEER_HELD + Duration::from_secs(4),
@@ -1409,11 +1431,29 @@ mod connect_follower_tests {
 
     #[tokio::test]
     async fn a_follower_that_never_holds_a_peer_fails_saying_what_it_reported() {
-        let (url, dials) = follower(|_, _| 0).await;
+        let (url, dials) = follower(-100, |_, _| 0).await;
         let peered = connect_follower(&url, ("P", "/ip4/127.0.0.1/tcp/1"), Duration::from_secs(3));
         let error = peered.await.unwrap_err();
         assert!(error.contains(r#""connected":"0""#), "{error}");
         assert!(error.contains("last connect_peer: accepted"), "{error}");
         assert!(dials.load(Ordering::SeqCst) >= 2, "{error}");
+    }
+
+    #[tokio::test]
+    async fn the_time_to_hold_a_peer_counts_from_genesis() {
+        // Genesis 4 s away and 1 s allowed: not given up on before genesis.
+        let (url, _) = follower(4, |_, _| 0).await;
+        let started = Instant::now();
+        let peered = connect_follower(&url, ("P", "/ip4/127.0.0.1/tcp/1"), Duration::from_secs(1));
+        let error = peered.await.unwrap_err();
+        assert!(
+            error.contains("held no peer for 10s past genesis"),
+            "{error}"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

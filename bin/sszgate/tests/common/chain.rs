@@ -165,22 +165,17 @@ impl Chain {
         chain
     }
 
-    /// Makes sure the follower has the proposer as a peer: up.sh asks once, and a dial that
-    /// fails (a node still starting on a loaded machine) leaves the follower alone at genesis.
+    /// Makes sure the follower holds the proposer as a peer
+    /// (`sszgate_drive::devnet::connect_follower` says why up.sh's one request is not enough).
     fn connect_follower(&self) {
-        let (proposer, follower) = (
-            self.up["beacon_rest"].as_str().unwrap(),
-            self.up["beacon_rest2"].as_str().unwrap(),
-        );
-        use sszgate_drive::devnet::{PEERING_WITHIN, connect_follower, p2p_identity};
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let peered = runtime.block_on(async {
-            let (peer, address) = p2p_identity(proposer).await?;
-            connect_follower(follower, (&peer, &address), PEERING_WITHIN).await
-        });
+        let peered = runtime.block_on(sszgate_drive::devnet::connect_follower_to(
+            self.up["beacon_rest2"].as_str().unwrap(),
+            self.up["beacon_rest"].as_str().unwrap(),
+        ));
         if let Err(e) = peered {
             panic!("{e}: {}", self.log("lodestar2.log"));
         }

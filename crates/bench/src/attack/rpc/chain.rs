@@ -110,10 +110,8 @@ impl LiveChain {
     /// Makes sure the follower pair's Lodestar (`FOLLOWER=1`) holds the proposer's as a peer
     /// (`sszgate_drive::devnet::connect_follower` says why up.sh's one request is not enough).
     pub(crate) async fn connect_follower(&self) -> Result<(), String> {
-        use sszgate_drive::devnet;
-        let (proposer, follower) = (self.field("beacon_rest"), self.field("beacon_rest2"));
-        let (peer, address) = devnet::p2p_identity(&proposer).await?;
-        devnet::connect_follower(&follower, (&peer, &address), devnet::PEERING_WITHIN).await
+        let (follower, proposer) = (self.field("beacon_rest2"), self.field("beacon_rest"));
+        sszgate_drive::devnet::connect_follower_to(&follower, &proposer).await
     }
 
     /// What `up.sh` printed (URLs, pids, the run directory, the genesis time).
