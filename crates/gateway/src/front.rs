@@ -26,6 +26,13 @@ pub trait Front: Send + Sync + 'static {
         request: Request<Incoming>,
     ) -> Result<Response<FrontBody>, Request<Incoming>>;
 
+    /// True when [`Front::intercept`] would hand a request with this head back to be
+    /// relayed. The spliced relay asks this before it takes a call; a front that cannot tell
+    /// from the head says false, and its calls go the general way.
+    fn passes(&self, _head: &Request<()>) -> bool {
+        false
+    }
+
     /// Sees one relayed call after its answer ended (or failed: an upstream that could not
     /// be reached or did not answer gives an exchange with `failure` and no response);
     /// must not block.

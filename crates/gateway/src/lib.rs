@@ -45,6 +45,24 @@ pub mod inject;
 mod jwt;
 mod proxy;
 mod sizes;
+#[cfg(target_os = "linux")]
+mod splice;
+#[cfg(not(target_os = "linux"))]
+mod splice {
+    //! The spliced relay needs Linux's `splice(2)`: elsewhere every call takes the general path.
+    pub(crate) enum Spliced {}
+    impl Spliced {
+        pub(crate) fn for_config(_: &crate::ProxyConfig) -> Option<Spliced> {
+            None
+        }
+    }
+    pub(crate) async fn serve_connection(
+        stream: tokio::net::TcpStream,
+        conn: crate::proxy::Connection,
+    ) {
+        conn.serve_http(stream).await;
+    }
+}
 mod tap;
 mod upstream;
 mod ws;

@@ -112,11 +112,14 @@ pub struct ProxyConfig {
     pub verify_jwt: bool,
     /// A front before the relay (its own endpoints, and a view of every relayed call), if any.
     pub front: Option<Arc<dyn crate::Front>>,
+    /// Plain calls' answers moved socket to socket (`splice(2)`, Linux) instead of through
+    /// hyper's buffers; every other call takes the general path either way.
+    pub splice: bool,
 }
 
 /// Headers that describe one hop and are not forwarded (RFC 9110 § 7.6.1), plus `host`, which
 /// the client sets for the upstream.
-const HOP_BY_HOP: [header::HeaderName; 8] = [
+pub(crate) const HOP_BY_HOP: [header::HeaderName; 8] = [
     header::CONNECTION,
     header::HOST,
     header::PROXY_AUTHENTICATE,
@@ -127,7 +130,10 @@ const HOP_BY_HOP: [header::HeaderName; 8] = [
     header::UPGRADE,
 ];
 
-fn forwardable(headers: &HeaderMap) -> impl Iterator<Item = (&header::HeaderName, &HeaderValue)> {
+/// A request's headers that go on to the EL: all but [`HOP_BY_HOP`] and `keep-alive`.
+pub(crate) fn forwardable(
+    headers: &HeaderMap,
+) -> impl Iterator<Item = (&header::HeaderName, &HeaderValue)> {
     headers
         .iter()
         .filter(|(name, _)| !HOP_BY_HOP.contains(name) && name.as_str() != "keep-alive")
@@ -150,31 +156,120 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let (stopping, stopping_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits.connection();
-    let in_flight = limits.in_flight();
     // Every connection task holds a sender; when all are dropped, every task has ended,
     // including what it records after its connection closes (a head refused by hyper).
     let (alive, mut all_ended) = tokio::sync::mpsc::channel::<()>(1);
     let count = |listener, kind| recorder.metrics().accept_error(listener, kind);
     let mut acceptor = sszgate_serve::Acceptor::new(&listener, "engine", &count);
-    let identities = Arc::new(ClIdentities::default());
+    let shared = Arc::new(Shared {
+        spliced: crate::splice::Spliced::for_config(&config),
+        config,
+        recorder: recorder.clone(),
+        in_flight: limits.in_flight(),
+        limits,
+        identities: Arc::new(ClIdentities::default()),
+    });
     loop {
         let (stream, peer) = tokio::select! {
             accepted = acceptor.accept() => accepted?,
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let (config, recorder, in_flight) = (config.clone(), recorder.clone(), in_flight.clone());
+        let connection = Connection {
+            shared: shared.clone(),
+            peer,
+            watcher: graceful.watcher(),
+            stopping: stopping_rx.clone(),
+            guard: alive.clone(),
+        };
+        tokio::spawn(connection.run(stream));
+    }
+    drop(alive);
+    let _ = stopping.send(true);
+    let drained = async {
+        graceful.shutdown().await;
+        all_ended.recv().await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(30), drained).await;
+    Ok(())
+}
+
+/// What every connection of one relay port shares.
+pub(crate) struct Shared {
+    pub(crate) config: Arc<ProxyConfig>,
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) limits: sszgate_serve::Limits,
+    /// Calls handled at once: a permit per call until its answer's head is handed over.
+    pub(crate) in_flight: sszgate_serve::InFlight,
+    identities: Arc<ClIdentities>,
+    /// The spliced relay's upstream connections, when answers' bodies are spliced.
+    pub(crate) spliced: Option<crate::splice::Spliced>,
+}
+
+/// One accepted connection, until it closes.
+pub(crate) struct Connection {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) peer: std::net::SocketAddr,
+    watcher: hyper_util::server::graceful::Watcher,
+    /// Turns true when the port shuts down: an idle connection then closes.
+    pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
+    /// Held until the connection's task ends (see `serve`).
+    guard: tokio::sync::mpsc::Sender<()>,
+}
+
+impl Connection {
+    /// Serves the connection: spliced while its calls allow it (see `splice`), through
+    /// hyper otherwise.
+    async fn run(self, stream: tokio::net::TcpStream) {
+        if self.shared.spliced.is_some() {
+            crate::splice::serve_connection(stream, self).await;
+        } else {
+            self.serve_http(stream).await;
+        }
+    }
+
+    /// A guard the port's shutdown waits for, for work of this connection that outlives it
+    /// (the spliced relay's record of an answer, made after the answer ended).
+    pub(crate) fn alive(&self) -> tokio::sync::mpsc::Sender<()> {
+        self.guard.clone()
+    }
+
+    /// The caller, as `identify` knows it.
+    pub(crate) fn from(&self) -> Peer {
+        Peer {
+            ip: self.peer.ip(),
+            identities: self.shared.identities.clone(),
+        }
+    }
+
+    /// Serves the rest of the connection with hyper: HTTP/1.1 and h2c, every stage of a call.
+    pub(crate) async fn serve_http<I>(self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Connection {
+            shared,
+            peer,
+            watcher,
+            guard: _guard,
+            ..
+        } = self;
+        let from = Peer {
+            ip: peer.ip(),
+            identities: shared.identities.clone(),
+        };
         // The HTTP layer's own caps on a head, a few times the checked limit: a head between
         // the two is answered by `handle` in the caller's shape; one past the cap never
         // becomes a request (hyper answers 431; recorded below for HTTP/1.1, where it also
         // closes the connection).
-        let h1_buffer = limits.http1_buffer();
-        let connection_recorder = recorder.clone();
-        let from = Peer {
-            ip: peer.ip(),
-            identities: identities.clone(),
-        };
+        let h1_buffer = shared.limits.http1_buffer();
+        let (config, recorder, in_flight) = (
+            shared.config.clone(),
+            shared.recorder.clone(),
+            shared.in_flight.clone(),
+        );
         let service = service_fn(move |request| {
             let (config, recorder, from) = (config.clone(), recorder.clone(), from.clone());
             // A permit per call, held until its answer is handed to hyper (streaming the
@@ -198,32 +293,20 @@ pub async fn serve(
                 }
             })
         });
-        let connection = limits
+        let connection = shared
+            .limits
             .builder()
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
             .into_owned();
-        let connection = graceful.watch(connection);
-        let recorder = connection_recorder;
-        let alive = alive.clone();
-        tokio::spawn(async move {
-            let _alive = alive;
-            if let Err(e) = connection.await {
-                if e.downcast_ref::<hyper::Error>()
-                    .is_some_and(hyper::Error::is_parse_too_large)
-                {
-                    record_head_too_large(&recorder, h1_buffer);
-                }
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+        if let Err(e) = watcher.watch(connection).await {
+            if e.downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_parse_too_large)
+            {
+                record_head_too_large(&shared.recorder, h1_buffer);
             }
-        });
+            tracing::debug!(%peer, error = %e, "connection ended with an error");
+        }
     }
-    drop(alive);
-    let drained = async {
-        graceful.shutdown().await;
-        all_ended.recv().await;
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(30), drained).await;
-    Ok(())
 }
 
 /// Records a request whose head overflowed the HTTP layer's buffer: hyper answered it 431
@@ -457,34 +540,7 @@ async fn relay(
     let sent = Instant::now();
     let response = match config.upstream.send(request).await {
         Ok(response) => response,
-        Err(e) => {
-            config.upstream_transport.mark_unreachable();
-            let status = match e {
-                UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
-                UpstreamError::Failed(..) => StatusCode::BAD_GATEWAY,
-            };
-            if let Some(front) = &config.front {
-                front.observe(crate::front::Exchange {
-                    method: method_of,
-                    target: call.target.clone(),
-                    request_content_type: request_type,
-                    request: call.body.clone(),
-                    status: status.as_u16(),
-                    response_content_type: None,
-                    response_encoding: None,
-                    response: Vec::new(),
-                    response_len: 0,
-                    duration: call.arrived.elapsed(),
-                    failure: Some(e.to_string()),
-                });
-            }
-            let refusal = classify::refuse(Problem::Internal, e.to_string());
-            return refuse(
-                call,
-                refusal.by(ErrorSide::El).with_status(status),
-                &recorder,
-            );
-        }
+        Err(e) => return upstream_failed(call, e, method_of, request_type, &config, &recorder),
     };
     let head = Instant::now();
     let (mut parts, mut incoming) = response.into_parts();
@@ -517,6 +573,40 @@ async fn relay(
         tap = tap.with_observer(front.clone(), head);
     }
     Response::from_parts(parts, tap.boxed_unsync())
+}
+
+/// The answer to a relayed call whose EL could not be reached or did not answer in time: 502
+/// or 504 in the caller's shape, recorded, and shown to the front as a failed exchange.
+pub(crate) fn upstream_failed(
+    call: Call,
+    e: UpstreamError,
+    method_of: http::Method,
+    request_type: Option<String>,
+    config: &ProxyConfig,
+    recorder: &Recorder,
+) -> Response<ResponseBody> {
+    config.upstream_transport.mark_unreachable();
+    let status = match e {
+        UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
+        UpstreamError::Failed(..) => StatusCode::BAD_GATEWAY,
+    };
+    if let Some(front) = &config.front {
+        front.observe(crate::front::Exchange {
+            method: method_of,
+            target: call.target.clone(),
+            request_content_type: request_type,
+            request: call.body.clone(),
+            status: status.as_u16(),
+            response_content_type: None,
+            response_encoding: None,
+            response: Vec::new(),
+            response_len: 0,
+            duration: call.arrived.elapsed(),
+            failure: Some(e.to_string()),
+        });
+    }
+    let refusal = classify::refuse(Problem::Internal, e.to_string());
+    refuse(call, refusal.by(ErrorSide::El).with_status(status), recorder)
 }
 
 /// The request to the EL for a relayed call: the CL's, less hop-by-hop headers, and with the
@@ -555,17 +645,31 @@ async fn first_frame(
     if http_body::Body::is_end_stream(incoming) {
         return Ok(None);
     }
+    let timeout = config.upstream.timeout();
+    match tokio::time::timeout(timeout, incoming.frame()).await {
+        Ok(Some(Ok(frame))) => Ok(Some(frame)),
+        Ok(None) => Ok(None),
+        Err(_) => Err(no_first_byte(config, status, None)),
+        Ok(Some(Err(e))) => Err(no_first_byte(config, status, Some(e.to_string()))),
+    }
+}
+
+/// The refusal of an answer whose head came but whose body did not: it failed (`why`) or
+/// did not start within the upstream timeout (`None`). Said the same by either relay.
+pub(crate) fn no_first_byte(
+    config: &ProxyConfig,
+    status: StatusCode,
+    why: Option<String>,
+) -> Refusal {
     let (url, timeout) = (config.upstream.url(), config.upstream.timeout());
-    let (message, code) = match tokio::time::timeout(timeout, incoming.frame()).await {
-        Ok(Some(Ok(frame))) => return Ok(Some(frame)),
-        Ok(None) => return Ok(None),
-        Err(_) => (
+    let (message, code) = match why {
+        None => (
             format!(
                 "upstream {url} sent its answer head ({status}) but no body within {timeout:?}"
             ),
             StatusCode::GATEWAY_TIMEOUT,
         ),
-        Ok(Some(Err(e))) => (
+        Some(e) => (
             format!(
                 "upstream {url} failed after its answer head ({status}), before any body byte: {e}"
             ),
@@ -573,7 +677,7 @@ async fn first_frame(
         ),
     };
     let refusal = classify::refuse(Problem::Internal, message);
-    Err(refusal.by(ErrorSide::El).with_status(code))
+    refusal.by(ErrorSide::El).with_status(code)
 }
 
 /// Answers a call the gateway refuses, in the shape of the call's transport, and records it:
@@ -636,7 +740,7 @@ fn too_busy(
 }
 
 /// The `Authorization` value of the gateway's own token, when it signs upstream calls.
-fn own_token(config: &ProxyConfig) -> Option<String> {
+pub(crate) fn own_token(config: &ProxyConfig) -> Option<String> {
     config
         .verify_jwt
         .then(|| config.jwt.as_ref().map(|s| format!("Bearer {}", s.token())))

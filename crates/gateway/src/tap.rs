@@ -1,6 +1,8 @@
 //! The response tap: relays the upstream body frame by frame and keeps refcounted handles of
 //! the frames; when the body ends, fails, or is dropped (the CL went away), it hands exactly
-//! one capture to the recorder. Nothing is copied or parsed here.
+//! one capture to the recorder. Nothing is copied or parsed here. [`Recording`], the part
+//! that completes a call's record and shows it to the front, is shared with the spliced
+//! relay (`splice`), which keeps its copy of an answer elsewhere.
 
 use std::{
     pin::Pin,
@@ -26,6 +28,51 @@ pub(crate) struct Timing {
     pub(crate) head: Instant,
 }
 
+/// What completes a relayed call's record once its answer has ended: the capture so far, its
+/// timing, where it goes, and the front that sees it.
+pub(crate) struct Recording {
+    pub(crate) capture: Capture,
+    pub(crate) timing: Timing,
+    pub(crate) recorder: Arc<Recorder>,
+    /// The front that sees the call when it ends, with what only the relay knew of it.
+    pub(crate) observer: Option<(Arc<dyn Front>, ExchangeHead)>,
+}
+
+impl Recording {
+    /// Completes the record with the answer's kept `frames` (none when it was over
+    /// `keep_limit`), its size `relayed`, when it `ended` and why it failed, if it did; shows
+    /// it to the front and hands it to the recorder.
+    pub(crate) fn complete(
+        self,
+        frames: Vec<Bytes>,
+        relayed: u64,
+        ended: Instant,
+        failure: Option<(ErrorSide, String)>,
+    ) {
+        let Recording {
+            mut capture,
+            timing,
+            recorder,
+            observer,
+        } = self;
+        capture.response = frames;
+        if relayed > recorder.max_capture_bytes() {
+            capture.response_not_kept = Some(relayed);
+        }
+        capture.upstream_ttfb_us = Some(timing.head.duration_since(timing.sent).as_micros() as u64);
+        capture.upstream_ttlb_us = Some(ended.duration_since(timing.sent).as_micros() as u64);
+        capture.total_us = ended.duration_since(timing.arrived).as_micros() as u64;
+        if let Some((side, message)) = failure {
+            capture.error_side = Some(side);
+            capture.error_message = Some(message);
+        }
+        if let Some((front, head)) = observer {
+            front.observe(exchange(&capture, head));
+        }
+        recorder.record(capture);
+    }
+}
+
 /// A response body that records itself when it ends.
 pub(crate) struct Tap {
     inner: Incoming,
@@ -38,11 +85,8 @@ pub(crate) struct Tap {
     /// Bytes of answer kept at most: the recorder's queue could hold no more. A longer
     /// answer is relayed whole and recorded by its size only.
     keep_limit: u64,
-    capture: Option<Capture>,
-    timing: Timing,
-    recorder: Arc<Recorder>,
-    /// The front that sees the call when it ends, with what only the relay knew of it.
-    observer: Option<(Arc<dyn Front>, ExchangeHead)>,
+    /// Taken when the record is made: exactly once.
+    recording: Option<Recording>,
 }
 
 impl Tap {
@@ -58,16 +102,20 @@ impl Tap {
             frames: Vec::new(),
             relayed: 0,
             keep_limit: recorder.max_capture_bytes(),
-            capture: Some(capture),
-            timing,
-            recorder,
-            observer: None,
+            recording: Some(Recording {
+                capture,
+                timing,
+                recorder,
+                observer: None,
+            }),
         }
     }
 
     /// The same tap, showing the call to `front` when it ends.
     pub(crate) fn with_observer(mut self, front: Arc<dyn Front>, head: ExchangeHead) -> Tap {
-        self.observer = Some((front, head));
+        if let Some(recording) = &mut self.recording {
+            recording.observer = Some((front, head));
+        }
         self
     }
 
@@ -78,30 +126,10 @@ impl Tap {
     }
 
     fn finish(&mut self, failure: Option<(ErrorSide, String)>) {
-        let Some(mut capture) = self.capture.take() else {
-            return;
-        };
-        let now = Instant::now();
-        capture.response = std::mem::take(&mut self.frames);
-        if self.relayed > self.keep_limit {
-            capture.response_not_kept = Some(self.relayed);
+        if let Some(recording) = self.recording.take() {
+            let frames = std::mem::take(&mut self.frames);
+            recording.complete(frames, self.relayed, Instant::now(), failure);
         }
-        capture.upstream_ttfb_us = Some(
-            self.timing
-                .head
-                .duration_since(self.timing.sent)
-                .as_micros() as u64,
-        );
-        capture.upstream_ttlb_us = Some(now.duration_since(self.timing.sent).as_micros() as u64);
-        capture.total_us = now.duration_since(self.timing.arrived).as_micros() as u64;
-        if let Some((side, message)) = failure {
-            capture.error_side = Some(side);
-            capture.error_message = Some(message);
-        }
-        if let Some((front, head)) = self.observer.take() {
-            front.observe(exchange(&capture, head));
-        }
-        self.recorder.record(capture);
     }
 }
 
@@ -189,7 +217,7 @@ impl Body for Tap {
 
 impl Drop for Tap {
     fn drop(&mut self) {
-        if self.capture.is_some() {
+        if self.recording.is_some() {
             // An empty body may end without ever being polled.
             let failure = (!Body::is_end_stream(self)).then(|| {
                 (

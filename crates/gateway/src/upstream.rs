@@ -55,6 +55,7 @@ pub struct Upstream {
     base_path: String,
     client: Client<HttpConnector, Full<Bytes>>,
     timeout: Duration,
+    http2: bool,
     health: Mutex<UpstreamHealth>,
     el_name: ElName,
     display: String,
@@ -104,6 +105,7 @@ impl Upstream {
             base_path,
             client: builder.build(connector),
             timeout,
+            http2,
             health: Mutex::new(UpstreamHealth::default()),
             el_name: ElName::default(),
         })
@@ -156,13 +158,20 @@ impl Upstream {
             }
             Ok(Ok(response)) => Ok(response),
         };
-        match &result {
-            Ok(_) => self.el_name.answered(),
+        self.note(result.as_ref().map(|_| ()));
+        result
+    }
+
+    /// Notes a call's outcome in the health record and the EL's name: the one place either
+    /// is kept, for the pooled client's calls and the spliced relay's alike.
+    pub(crate) fn note(&self, outcome: Result<(), &UpstreamError>) {
+        match outcome {
+            Ok(()) => self.el_name.answered(),
             Err(_) => self.el_name.unreachable(),
         }
         let mut health = self.health.lock().expect("health lock");
-        match &result {
-            Ok(_) => {
+        match outcome {
+            Ok(()) => {
                 health.last_ok_unix_ms = Some(
                     SystemTime::now()
                         .duration_since(UNIX_EPOCH)
@@ -178,7 +187,21 @@ impl Upstream {
                 health.el_client = None;
             }
         }
-        result
+    }
+
+    /// `host:port` of the EL, as its URL names it.
+    pub(crate) fn authority(&self) -> &str {
+        self.authority.as_str()
+    }
+
+    /// The path the EL's URL has before every call's target (empty for none).
+    pub(crate) fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// True when calls go to the EL over HTTP/1.1 (not h2c).
+    pub(crate) fn is_http1(&self) -> bool {
+        !self.http2
     }
 
     /// The health record.

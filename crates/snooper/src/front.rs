@@ -198,6 +198,17 @@ impl Front for SnooperFront {
         }
     }
 
+    fn passes(&self, head: &Request<()>) -> bool {
+        let path = head.uri().path();
+        if self.api_on_proxy_port && path.starts_with(API_PREFIX) {
+            return false;
+        }
+        match self.config.upgrade() {
+            Some(config) => self.flow.refuses(path, &config.control).is_none(),
+            None => true,
+        }
+    }
+
     fn observe(&self, exchange: Exchange) {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         if !self.queue.offer(n, exchange, SystemTime::now()) {

@@ -96,6 +96,12 @@ pub(crate) struct ProxyArgs {
     #[arg(long, env = "SSZGATE_UPSTREAM_HTTP2", help_heading = "Relay")]
     pub(crate) upstream_http2: bool,
 
+    /// Relay every answer through hyper's buffers instead of splicing plain calls' answers
+    /// socket to socket (Linux `splice(2)`; HTTP/1.1 `POST`s with a length, relayed
+    /// unchanged to an HTTP/1.1 EL; a copy read on another thread for the record).
+    #[arg(long, env = "SSZGATE_NO_SPLICE", help_heading = "Relay")]
+    pub(crate) no_splice: bool,
+
     #[command(flatten, next_help_heading = "Relay")]
     pub(crate) jwt: JwtSecretArg,
 

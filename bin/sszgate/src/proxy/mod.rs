@@ -76,6 +76,7 @@ async fn run_async(
         jwt: secret.clone(),
         verify_enforce: settings.verify_enforce,
         verify_jwt: settings.verify_jwt,
+        splice: settings.splice,
         control: sszgate_gateway::ControlPoint::default(),
         control_token: settings.control_token,
         front: front.and_then(|make| match make(config.clone(), front_recorder) {

@@ -36,6 +36,8 @@ pub(crate) struct ProxySettings {
     pub(crate) verify_jwt: bool,
     /// `--verify-enforce`: failing newPayloads are refused.
     pub(crate) verify_enforce: bool,
+    /// Plain calls' answers spliced (not `--no-splice`).
+    pub(crate) splice: bool,
     /// Where records go and how they are queued.
     pub(crate) recording: Recording,
 }
@@ -119,6 +121,7 @@ pub(crate) fn resolve(args: &ProxyArgs, secret: Option<&JwtSecret>) -> Result<Pr
         cl_label: label(args, "cl"),
         verify_jwt: args.auth == AuthArg::Verify,
         verify_enforce: args.verify_enforce,
+        splice: !args.no_splice,
         recording: recording(args),
     })
 }

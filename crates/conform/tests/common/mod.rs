@@ -98,6 +98,7 @@ async fn bridge(el: &str, secret: JwtSecret) -> (String, oneshot::Sender<()>) {
         control: sszgate_gateway::ControlPoint::default(),
         control_token: None,
         front: None,
+        splice: true,
     });
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

@@ -51,6 +51,9 @@ thread_local! {
     /// Sinks the next proxy this thread starts writes to besides its SQLite file.
     pub(crate) static EXTRA_SINKS: std::cell::RefCell<Vec<Sink>> =
         const { std::cell::RefCell::new(Vec::new()) };
+    /// Whether the next proxy this thread starts splices plain calls' answers (the default,
+    /// as `sszgate proxy`'s); tests of the general path turn it off.
+    pub(crate) static SPLICE: std::cell::RefCell<bool> = const { std::cell::RefCell::new(true) };
 }
 
 impl Proxy {
@@ -211,6 +214,7 @@ impl Proxy {
             control: sszgate_gateway::ControlPoint::default(),
             control_token: CONTROL_TOKEN.with(|t| t.borrow().clone()),
             front: None,
+            splice: SPLICE.with(|s| *s.borrow()),
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let control = TcpListener::bind("127.0.0.1:0").await.unwrap();
