@@ -606,7 +606,11 @@ pub(crate) fn upstream_failed(
         });
     }
     let refusal = classify::refuse(Problem::Internal, e.to_string());
-    refuse(call, refusal.by(ErrorSide::El).with_status(status), recorder)
+    refuse(
+        call,
+        refusal.by(ErrorSide::El).with_status(status),
+        recorder,
+    )
 }
 
 /// The request to the EL for a relayed call: the CL's, less hop-by-hop headers, and with the

@@ -112,9 +112,15 @@ mod tests {
     #[test]
     fn a_chunked_body_is_cut_into_its_chunks_data_without_framing() {
         let wire = Bytes::from_static(b"3\r\nabc\r\n1;ext=1\r\nd\r\n0\r\nT: x\r\n\r\n");
-        assert_eq!(dechunk(wire), vec![Bytes::from_static(b"abc"), Bytes::from_static(b"d")]);
+        assert_eq!(
+            dechunk(wire),
+            vec![Bytes::from_static(b"abc"), Bytes::from_static(b"d")]
+        );
         let cut = Bytes::from_static(b"3\r\nabc\r\n5\r\nde");
-        assert_eq!(dechunk(cut), vec![Bytes::from_static(b"abc"), Bytes::from_static(b"de")]);
+        assert_eq!(
+            dechunk(cut),
+            vec![Bytes::from_static(b"abc"), Bytes::from_static(b"de")]
+        );
         assert!(dechunk(Bytes::from_static(b"0\r\n\r\n")).is_empty());
     }
 }

@@ -86,7 +86,8 @@ pub(crate) async fn serve_connection(mut stream: TcpStream, mut conn: Connection
 }
 
 async fn hand_over(conn: Connection, stream: TcpStream, taken: Option<Bytes>, buf: BytesMut) {
-    conn.serve_http(rewind::Rewind::new(stream, taken, buf)).await;
+    conn.serve_http(rewind::Rewind::new(stream, taken, buf))
+        .await;
 }
 
 /// The next call's head: waits for its first byte as long as the connection is idle (not
@@ -151,7 +152,9 @@ async fn call(
     }
     call.learn_cl(Some(&from));
     let transport = &config.upstream_transport;
-    transport.refresh(&config.upstream, config.jwt.as_ref()).await;
+    transport
+        .refresh(&config.upstream, config.jwt.as_ref())
+        .await;
     let bridged = crate::bridge::direction(&call, transport.get()).is_some();
     if bridged || !config.control.idle() {
         return After::Elsewhere(Some(taken));
@@ -267,7 +270,9 @@ async fn relay(
     let mut pump = Pump::new(&upstream, client, relay_pipe, Some(copy.write));
     let moved = match wrote {
         Ok(()) => pump.body(answer.framing).await,
-        Err(e) => Err(PumpError::Client(format!("sending the answer head to the CL: {e}"))),
+        Err(e) => Err(PumpError::Client(format!(
+            "sending the answer head to the CL: {e}"
+        ))),
     };
     let ended = keep::Ended {
         at: Instant::now(),
@@ -390,7 +395,12 @@ async fn exchange(
                     nothing_back: true,
                 });
             }
-            Ok(Err(why)) => return Err(Unanswered { why, nothing_back: false }),
+            Ok(Err(why)) => {
+                return Err(Unanswered {
+                    why,
+                    nothing_back: false,
+                });
+            }
             Err(e) => {
                 let reset = e.kind() == std::io::ErrorKind::ConnectionReset;
                 return Err(Unanswered {
@@ -402,7 +412,10 @@ async fn exchange(
         let mut taken = vec![0u8; answer.len];
         if let Err(e) = pump::take(&stream, &mut taken).await {
             let why = format!("reading the answer head: {e}");
-            return Err(Unanswered { why, nothing_back: false });
+            return Err(Unanswered {
+                why,
+                nothing_back: false,
+            });
         }
         if !answer.status.is_informational() {
             return Ok((stream, answer));
@@ -418,11 +431,8 @@ async fn first_byte(
     config: &ProxyConfig,
 ) -> Result<(), crate::classify::Refusal> {
     let any = |bytes: &[u8]| Ok(Some(bytes.len()));
-    let waited = tokio::time::timeout(
-        config.upstream.timeout(),
-        pump::peek_for(upstream, 1, any),
-    )
-    .await;
+    let waited =
+        tokio::time::timeout(config.upstream.timeout(), pump::peek_for(upstream, 1, any)).await;
     let why = match waited {
         Ok(Ok(Ok(Some(_)))) => return Ok(()),
         Ok(Ok(Ok(None))) => "the connection closed".to_string(),
@@ -430,7 +440,11 @@ async fn first_byte(
         Ok(Err(e)) => e.to_string(),
         Err(_) => return Err(crate::proxy::no_first_byte(config, answer.status, None)),
     };
-    Err(crate::proxy::no_first_byte(config, answer.status, Some(why)))
+    Err(crate::proxy::no_first_byte(
+        config,
+        answer.status,
+        Some(why),
+    ))
 }
 
 /// Sends an answer the gateway gave itself; the connection goes on unless it is to close.

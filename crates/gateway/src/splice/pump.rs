@@ -247,7 +247,10 @@ impl<'a> Pump<'a> {
         let (from, to) = (self.pipe.read.as_raw_fd(), self.client.as_raw_fd());
         loop {
             self.client.writable().await.map_err(client)?;
-            match self.client.try_io(Interest::WRITABLE, || splice(from, to, n)) {
+            match self
+                .client
+                .try_io(Interest::WRITABLE, || splice(from, to, n))
+            {
                 Ok(0) => return Err(PumpError::Client("the CL's socket took nothing".into())),
                 Ok(sent) => return Ok(sent),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -416,8 +419,15 @@ mod tests {
         assert_eq!(chunk_line(b"1a"), Ok(None));
         assert!(chunk_line(b"zz\r\n").is_err());
         assert!(chunk_line(b"\r\n").is_err());
-        assert!(chunk_line(b"11111111111111111\r\n").unwrap_err().contains("17 hex digits"));
-        assert_eq!(chunk_line(b"ffffffffffffffff\r\n"), Ok(Some((18, u64::MAX))));
+        assert!(
+            chunk_line(b"11111111111111111\r\n")
+                .unwrap_err()
+                .contains("17 hex digits")
+        );
+        assert_eq!(
+            chunk_line(b"ffffffffffffffff\r\n"),
+            Ok(Some((18, u64::MAX)))
+        );
     }
 
     #[test]

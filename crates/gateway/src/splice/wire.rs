@@ -28,6 +28,8 @@ pub(super) struct RequestHead {
 }
 
 /// What the bytes read so far of a connection are.
+// One per call, moved once: boxing the head would allocate per call for nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Parsed {
     /// A head the spliced relay takes.
     Head(RequestHead),
@@ -122,12 +124,11 @@ pub(super) fn upstream_head(
     token: Option<&str>,
     body_len: usize,
 ) -> Vec<u8> {
-    let target = request
-        .uri()
-        .path_and_query()
-        .map_or("/", |pq| pq.as_str());
+    let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
     let mut head = Vec::with_capacity(256);
-    head.extend_from_slice(format!("POST {base_path}{target} HTTP/1.1\r\nhost: {authority}\r\n").as_bytes());
+    head.extend_from_slice(
+        format!("POST {base_path}{target} HTTP/1.1\r\nhost: {authority}\r\n").as_bytes(),
+    );
     for (name, value) in crate::proxy::forwardable(request.headers()) {
         let own = token.is_some() && name == header::AUTHORIZATION;
         if own || name == header::CONTENT_LENGTH {
@@ -189,10 +190,10 @@ pub(super) fn answer_head(bytes: &[u8]) -> Result<Option<AnswerHead>, String> {
     let status = StatusCode::from_u16(code).map_err(|_| format!("status {code}"))?;
     let headers =
         header_map(parsed.headers).ok_or("an answer header field `http` does not take")?;
-    let chunked = headers
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("chunked")));
+    let chunked = headers.get_all(header::TRANSFER_ENCODING).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.to_ascii_lowercase().contains("chunked"))
+    });
     let framing = if status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED
@@ -257,7 +258,11 @@ pub(super) async fn gateway_answer(answer: Response<ResponseBody>, close: bool) 
             field(&mut head, name.as_str(), value.as_bytes());
         }
     }
-    field(&mut head, "content-length", body.len().to_string().as_bytes());
+    field(
+        &mut head,
+        "content-length",
+        body.len().to_string().as_bytes(),
+    );
     if close {
         field(&mut head, "connection", b"close");
     }
@@ -308,11 +313,23 @@ mod tests {
 
     #[test]
     fn a_head_not_all_there_waits_unless_it_is_already_too_long() {
-        assert!(matches!(head("POST / HTTP/1.1\r\nContent-Le"), Parsed::Partial));
+        assert!(matches!(
+            head("POST / HTTP/1.1\r\nContent-Le"),
+            Parsed::Partial
+        ));
         let long = format!("POST / HTTP/1.1\r\nX: {}", "a".repeat(200));
-        assert!(matches!(request_head(long.as_bytes(), 100), Parsed::Elsewhere));
-        let whole = format!("POST / HTTP/1.1\r\nContent-Length: 0\r\nX: {}\r\n\r\n", "a".repeat(200));
-        assert!(matches!(request_head(whole.as_bytes(), 100), Parsed::Elsewhere));
+        assert!(matches!(
+            request_head(long.as_bytes(), 100),
+            Parsed::Elsewhere
+        ));
+        let whole = format!(
+            "POST / HTTP/1.1\r\nContent-Length: 0\r\nX: {}\r\n\r\n",
+            "a".repeat(200)
+        );
+        assert!(matches!(
+            request_head(whole.as_bytes(), 100),
+            Parsed::Elsewhere
+        ));
     }
 
     #[test]
@@ -329,12 +346,14 @@ mod tests {
         h.insert("host", "gateway".parse().unwrap());
         h.insert("authorization", "Bearer cl".parse().unwrap());
         h.insert("content-length", "999".parse().unwrap());
-        let plain = String::from_utf8(upstream_head(&request, "/base", "el:8551", None, 5)).unwrap();
+        let plain =
+            String::from_utf8(upstream_head(&request, "/base", "el:8551", None, 5)).unwrap();
         assert_eq!(
             plain,
             "POST /base/engine/v1/payloads?x HTTP/1.1\r\nhost: el:8551\r\ncontent-type: application/octet-stream\r\nauthorization: Bearer cl\r\ncontent-length: 5\r\n\r\n"
         );
-        let signed = String::from_utf8(upstream_head(&request, "", "el:1", Some("Bearer own"), 0)).unwrap();
+        let signed =
+            String::from_utf8(upstream_head(&request, "", "el:1", Some("Bearer own"), 0)).unwrap();
         assert!(signed.contains("authorization: Bearer own\r\n"), "{signed}");
         assert!(!signed.contains("Bearer cl"), "{signed}");
     }
@@ -342,15 +361,27 @@ mod tests {
     #[test]
     fn an_answer_head_says_how_its_body_ends() {
         let framing = |text: &str| answer_head(text.as_bytes()).unwrap().unwrap().framing;
-        assert_eq!(framing("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n"), Framing::Length(7));
+        assert_eq!(
+            framing("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n"),
+            Framing::Length(7)
+        );
         assert_eq!(
             framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 7\r\n\r\n"),
             Framing::Chunked
         );
         assert_eq!(framing("HTTP/1.1 200 OK\r\n\r\n"), Framing::UntilClose);
-        assert_eq!(framing("HTTP/1.1 204 No Content\r\n\r\n"), Framing::Length(0));
-        assert!(answer_head(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap().is_none());
-        let bad = answer_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").err().unwrap();
+        assert_eq!(
+            framing("HTTP/1.1 204 No Content\r\n\r\n"),
+            Framing::Length(0)
+        );
+        assert!(
+            answer_head(b"HTTP/1.1 200 OK\r\nContent-Le")
+                .unwrap()
+                .is_none()
+        );
+        let bad = answer_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n")
+            .err()
+            .unwrap();
         assert!(bad.contains("Content-Length"), "{bad}");
         assert!(answer_head(b"SSH-2.0\r\n\r\n").is_err());
         let closing = answer_head(b"HTTP/1.1 200 OK\r\n\r\n").unwrap().unwrap();

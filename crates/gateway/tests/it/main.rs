@@ -12,6 +12,7 @@ mod faults;
 mod geth;
 mod limits;
 mod relay;
+mod splice;
 mod transport;
 mod verify;
 
