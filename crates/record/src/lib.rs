@@ -30,8 +30,8 @@ pub mod spool;
 
 pub use record::{Capture, ErrorSide, Facts, Record, Transport};
 pub use recorder::{
-    AFTER_CALL, DEFAULT_MAX_DECODED, DEFAULT_QUEUE_BYTES, Recorder, RecorderConfig, RecorderStats,
-    wait_after_call,
+    AFTER_CALL, Copying, DEFAULT_MAX_DECODED, DEFAULT_QUEUE_BYTES, Recorder, RecorderConfig,
+    RecorderStats, wait_after_call,
 };
 pub use sink::{RemoteStats, Sink, SinkOptions, SinkSpec};
 

@@ -101,7 +101,8 @@ pub struct RecorderStats {
     /// Records kept for a failing sink (its file locked, its disk full) until it takes them
     /// (the most over the sinks); `recorded` counts them already.
     pub pending: u64,
-    /// Captures waiting.
+    /// Captures waiting, and answers still being copied for their record (the spliced relay
+    /// queues a capture once its copy is whole, just after the CL has the answer).
     pub queue_depth: u64,
     /// Bytes of body held by the captures waiting (and the one being read).
     pub queue_bytes: u64,
@@ -117,6 +118,15 @@ pub struct RecorderStats {
     pub ship_errors: u64,
 }
 
+/// An answer being copied for its record: counted as a waiting capture until dropped.
+pub struct Copying(Arc<Recorder>);
+
+impl Drop for Copying {
+    fn drop(&mut self) {
+        self.0.counters.copying.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     queued: AtomicU64,
@@ -127,6 +137,8 @@ struct Counters {
     sink_errors: AtomicU64,
     lost: AtomicU64,
     pending: AtomicU64,
+    /// Answers being copied for their record (see [`Recorder::copying`]).
+    copying: AtomicU64,
     faults: AtomicU64,
     spool_bytes: AtomicU64,
     spool_waiting: AtomicU64,
@@ -337,6 +349,14 @@ impl Recorder {
         self.metrics.dropped.inc();
     }
 
+    /// Counts a capture as waiting while its answer is still being copied (the spliced relay's
+    /// record is queued after the CL has the answer): whoever waits for the queue to drain
+    /// waits for it too, until the returned guard is dropped (after the capture is recorded).
+    pub fn copying(self: &Arc<Self>) -> Copying {
+        self.counters.copying.fetch_add(1, Ordering::SeqCst);
+        Copying(self.clone())
+    }
+
     /// The largest capture the queue can hold, bytes: the tap keeps no more of an answer.
     pub fn max_capture_bytes(&self) -> u64 {
         self.queue_bytes
@@ -358,7 +378,8 @@ impl Recorder {
             sink_errors: c.sink_errors.load(Ordering::Relaxed),
             lost: c.lost.load(Ordering::Relaxed),
             pending: c.pending.load(Ordering::Relaxed),
-            queue_depth: queued.saturating_sub(c.processed.load(Ordering::Relaxed)),
+            queue_depth: queued.saturating_sub(c.processed.load(Ordering::Relaxed))
+                + c.copying.load(Ordering::Relaxed),
             queue_bytes: c.queued_bytes.load(Ordering::Relaxed),
             faults: c.faults.load(Ordering::Relaxed),
             spool_bytes: c.spool_bytes.load(Ordering::Relaxed),
@@ -597,8 +618,10 @@ impl Worker {
             .queued
             .load(Ordering::Relaxed)
             .saturating_sub(self.counters.processed.load(Ordering::Relaxed));
-        // Records kept for a failing sink are waiting to be written too.
-        let pending = self.counters.pending.load(Ordering::Relaxed);
+        // Records kept for a failing sink are waiting to be written too, and so are answers
+        // still being copied for theirs.
+        let pending = self.counters.pending.load(Ordering::Relaxed)
+            + self.counters.copying.load(Ordering::Relaxed);
         self.metrics.queue_depth.set((depth + pending) as i64);
         self.metrics
             .queue_bytes

@@ -39,9 +39,12 @@ pub(super) fn start(
     alive: tokio::sync::mpsc::Sender<()>,
 ) -> mpsc::SyncSender<Ended> {
     let (tell, told) = mpsc::sync_channel(1);
+    // Counted as a waiting capture from before the CL has a byte of the answer until it is
+    // recorded: whoever waits for the records of the calls answered so far waits for it.
+    let copying = recording.recorder.copying();
     tokio::task::spawn_blocking(move || {
         keep(copy, recording, framing, told);
-        drop(alive);
+        drop((copying, alive));
     });
     tell
 }

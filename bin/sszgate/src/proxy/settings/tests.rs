@@ -59,6 +59,7 @@ fn the_defaults_are_the_documented_ones() {
     assert_eq!(settings.max_body, 64 << 20);
     assert_eq!(settings.cl_label, None);
     assert!(!settings.verify_jwt && !settings.verify_enforce);
+    assert!(settings.splice, "answers are spliced by default");
     let recording = settings.recording;
     assert_eq!(recording.stores, [SinkSpec::Sqlite("sszgate.db".into())]);
     assert_eq!(recording.jsonl_body_bytes, 256);
@@ -163,7 +164,7 @@ fn bad_values_are_refused_when_the_flags_are_read() {
 }
 
 /// Every variable of `sszgate proxy` with a value that is not its default.
-const ENV: [(&str, &str); 27] = [
+const ENV: [(&str, &str); 28] = [
     ("SSZGATE_UPSTREAM", "http://10.0.0.2:8551"),
     ("SSZGATE_LISTEN", "127.0.0.1:18551"),
     ("SSZGATE_WORKER_THREADS", "3"),
@@ -192,6 +193,7 @@ const ENV: [(&str, &str); 27] = [
     ("SSZGATE_AUTH", "verify"),
     ("SSZGATE_VERIFY", "off"),
     ("SSZGATE_VERIFY_ENFORCE", "true"),
+    ("SSZGATE_NO_SPLICE", "true"),
     ("SSZGATE_METRICS", "127.0.0.1:19551"),
     ("SSZGATE_CONTROL_TOKEN", "env-control"),
 ];
@@ -260,6 +262,7 @@ fn each_variable_sets_its_flag_in_the_child() {
     assert_eq!(limits.max_header_bytes, 7000);
     assert_eq!(limits.max_answer_bytes, 8000);
     assert!(settings.verify_jwt && settings.verify_enforce);
+    assert!(!settings.splice, "SSZGATE_NO_SPLICE");
     assert_eq!(settings.cl_label.as_deref(), Some("teku"));
     let recording = settings.recording;
     let stores = [SinkSpec::Jsonl("env.jsonl".into()), SinkSpec::None];
