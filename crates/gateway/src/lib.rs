@@ -7,8 +7,12 @@
 //!    Responses are streamed back frame by frame, unparsed.
 //! 2. Never wait for recording. The response body is wrapped in a tap that keeps refcounted
 //!    handles (`bytes::Bytes`) of the frames it forwards; when the body ends (or the CL goes
-//!    away) the tap hands one capture to the recorder's bounded queue with `try_send`.
-//! 3. One pooled upstream client for every call; no per-call client.
+//!    away) the tap hands one capture to the recorder's bounded queue with `try_send`. On
+//!    Linux a plain call's answer does not even enter the process: the spliced relay
+//!    (`splice`) moves it socket to socket and a reader on another thread keeps a copy; a
+//!    reader that falls a second behind loses the copy, never the answer.
+//! 3. One pooled upstream client for every call (and, for the spliced relay, one pool of its
+//!    own connections); no per-call client.
 //!
 //! Two opt-in exceptions to rule 1, where parsing is the point: the bridge (`bridge`, when
 //! the two sides speak different transports) and `--verify-enforce` (`enforce`, which decodes

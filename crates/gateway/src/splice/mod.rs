@@ -35,15 +35,22 @@ use crate::{
     tap::{Recording, Timing},
     upstream::UpstreamError,
 };
-use pump::{Pipe, Pump, PumpError};
+use pump::{Pipe, PumpError};
 use wire::{AnswerHead, Framing, Parsed, RequestHead};
 
 /// The longest answer head read from the EL.
 const MAX_ANSWER_HEAD: usize = 64 << 10;
 
-/// What a relay port needs to splice: its own connections to the EL.
+/// Answers spliced at once, at most. Each holds two threads of tokio's blocking pool (the
+/// pump and the copy's reader) for as long as its body moves, which a CL that reads slowly
+/// can make long; past this, calls take the general path, which holds no thread.
+const MAX_SPLICED: usize = 64;
+
+/// What a relay port needs to splice: its own connections to the EL, and the bodies it may
+/// move at once.
 pub(crate) struct Spliced {
     pool: pool::Pool,
+    bodies: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl Spliced {
@@ -51,6 +58,7 @@ impl Spliced {
     pub(crate) fn for_config(config: &ProxyConfig) -> Option<Spliced> {
         (config.splice && config.upstream.is_http1()).then(|| Spliced {
             pool: pool::Pool::new(config.upstream.authority()),
+            bodies: std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_SPLICED)),
         })
     }
 }
@@ -138,6 +146,10 @@ async fn call(
     let Some(permit) = conn.shared.in_flight.try_enter() else {
         return After::Elsewhere(None);
     };
+    let spliced = conn.shared.spliced.as_ref().expect("a spliced port");
+    let Ok(body_slot) = spliced.bodies.clone().try_acquire_owned() else {
+        return After::Elsewhere(None);
+    };
     // At most the call's body limit, checked above.
     let whole = head.len + head.body_len as usize;
     match read_to(stream, buf, whole, conn.shared.limits.body_timeout).await {
@@ -162,7 +174,9 @@ async fn call(
     let Ok(pipes) = pipes(pipe) else {
         return After::Elsewhere(Some(taken));
     };
-    relay(stream, call, head, conn, pipes, permit).await
+    let after = relay(stream, call, head, conn, pipes, permit).await;
+    drop(body_slot);
+    after
 }
 
 /// True when the general path would take the call from its head and relay it unchanged:
@@ -267,20 +281,28 @@ async fn relay(
     let tell = keep::start(copy.read, recording, answer.framing, conn.alive());
     let wrote = client.write_all(&wire::client_head(&answer, close)).await;
     drop(permit);
-    let mut pump = Pump::new(&upstream, client, relay_pipe, Some(copy.write));
-    let moved = match wrote {
-        Ok(()) => pump.body(answer.framing).await,
-        Err(e) => Err(PumpError::Client(format!(
-            "sending the answer head to the CL: {e}"
-        ))),
+    let (moved, result) = match wrote {
+        Ok(()) => {
+            pump::body(
+                &upstream,
+                client,
+                relay_pipe,
+                Some(copy.write),
+                answer.framing,
+            )
+            .await
+        }
+        Err(e) => {
+            let why = format!("sending the answer head to the CL: {e}");
+            (pump::Moved::default(), Err(PumpError::Client(why)))
+        }
     };
     let ended = keep::Ended {
         at: Instant::now(),
-        moved: std::mem::take(&mut pump.moved),
+        moved,
         failure: None,
     };
-    drop(pump);
-    let (after, failure) = match moved {
+    let (after, failure) = match result {
         Ok(()) if close => (After::Close, None),
         Ok(()) => (After::KeepAlive, None),
         Err(PumpError::Upstream(why)) => {

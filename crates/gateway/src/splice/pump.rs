@@ -17,10 +17,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::{
-    io::{Interest, unix::AsyncFd},
-    net::TcpStream,
-};
+use tokio::{io::Interest, net::TcpStream};
 
 use super::wire::Framing;
 
@@ -36,7 +33,11 @@ const MAX_TRAILERS: usize = 8192;
 
 /// How long the relay waits for the record's reader to take what it was given before it
 /// stops copying this answer for the record (the answer itself goes on).
-const COPY_WAIT: Duration = Duration::from_secs(1);
+const COPY_WAIT_MS: libc::c_int = 1000;
+
+/// How long the EL may send nothing, or the CL take nothing, in the middle of a body before
+/// the answer is cut (the pump's thread blocks in the kernel and must wake up some time).
+const STALL: Duration = Duration::from_secs(30);
 
 /// A pipe's two ends.
 pub(super) struct Pipe {
@@ -76,9 +77,9 @@ impl Pipe {
 /// Why a body stopped before its end.
 #[derive(Debug)]
 pub(super) enum PumpError {
-    /// The EL: it closed, failed, or framed the body wrongly.
+    /// The EL: it closed, failed, stalled, or framed the body wrongly.
     Upstream(String),
-    /// The CL: it went away.
+    /// The CL: it went away or stopped reading.
     Client(String),
 }
 
@@ -93,79 +94,145 @@ pub(super) struct Moved {
     pub(super) copied_whole: bool,
 }
 
-/// One answer's body on its way: from `upstream` through the connection's `pipe` to
-/// `client`, duplicated into `copy` while there is one.
-pub(super) struct Pump<'a> {
-    pub(super) upstream: &'a TcpStream,
-    pub(super) client: &'a TcpStream,
-    pub(super) pipe: &'a Pipe,
-    pub(super) copy: Option<AsyncFd<OwnedFd>>,
-    pub(super) moved: Moved,
+/// Moves one answer's body from `upstream` through the connection's `pipe` to `client`,
+/// duplicated into `copy` (the record's pipe) while there is one, on a thread of tokio's
+/// blocking pool with both sockets in blocking mode: the kernel then wakes the pump as data
+/// comes, where readiness through the runtime cost a wake-up per chunk (measured: the
+/// spliced relay added 40 % more than a blocking splicing relay to a 20 MB answer). The
+/// thread works on duplicates of the descriptors, so a connection dropped meanwhile cannot
+/// hand it another socket; the sockets are non-blocking again before this returns.
+pub(super) async fn body(
+    upstream: &TcpStream,
+    client: &TcpStream,
+    pipe: &Pipe,
+    copy: Option<OwnedFd>,
+    framing: Framing,
+) -> (Moved, Result<(), PumpError>) {
+    let moved = Moved {
+        copied_whole: copy.is_some(),
+        ..Moved::default()
+    };
+    let pump = match Pump::new(upstream, client, pipe, copy, moved) {
+        Ok(pump) => pump,
+        Err(e) => return (Moved::default(), Err(client_error(e))),
+    };
+    let blocking = match Blocking::set(&pump.upstream, &pump.client) {
+        Ok(blocking) => blocking,
+        Err(e) => return (Moved::default(), Err(client_error(e))),
+    };
+    let joined = tokio::task::spawn_blocking(move || {
+        let mut pump = pump;
+        let result = pump.body(framing);
+        (pump.moved, result)
+    })
+    .await;
+    drop(blocking);
+    joined.unwrap_or_else(|e| {
+        let why = format!("the relay's pump failed: {e}");
+        (Moved::default(), Err(PumpError::Upstream(why)))
+    })
 }
 
-impl<'a> Pump<'a> {
-    /// A pump; `copy` is the write end of the record's pipe, if the answer is kept.
-    pub(super) fn new(
-        upstream: &'a TcpStream,
-        client: &'a TcpStream,
-        pipe: &'a Pipe,
-        copy: Option<OwnedFd>,
-    ) -> Pump<'a> {
-        let copy = copy.and_then(|fd| {
-            // SAFETY: an `OwnedFd` is open and always names the same descriptor, and the
-            // `AsyncFd` owns it until it is dropped.
-            unsafe { AsyncFd::register_with_interest(fd, Interest::WRITABLE) }.ok()
-        });
-        Pump {
-            upstream,
-            client,
-            pipe,
-            moved: Moved {
-                copied_whole: copy.is_some(),
-                ..Moved::default()
-            },
-            copy,
+/// Both sockets in blocking mode with [`STALL`] as their timeouts, until dropped.
+struct Blocking {
+    upstream: OwnedFd,
+    client: OwnedFd,
+}
+
+impl Blocking {
+    fn set(upstream: &OwnedFd, client: &OwnedFd) -> io::Result<Blocking> {
+        let blocking = Blocking {
+            upstream: upstream.try_clone()?,
+            client: client.try_clone()?,
+        };
+        for fd in [&blocking.upstream, &blocking.client] {
+            let socket = socket2::SockRef::from(fd);
+            socket.set_read_timeout(Some(STALL))?;
+            socket.set_write_timeout(Some(STALL))?;
+            socket.set_nonblocking(false)?;
         }
+        Ok(blocking)
+    }
+}
+
+impl Drop for Blocking {
+    fn drop(&mut self) {
+        for fd in [&self.upstream, &self.client] {
+            let socket = socket2::SockRef::from(fd);
+            let _ = socket.set_nonblocking(true);
+            let _ = socket.set_read_timeout(None);
+            let _ = socket.set_write_timeout(None);
+        }
+    }
+}
+
+/// The pump's own descriptors: duplicates of the sockets' and the pipe's.
+struct Pump {
+    upstream: OwnedFd,
+    client: OwnedFd,
+    pipe_read: OwnedFd,
+    pipe_write: OwnedFd,
+    copy: Option<OwnedFd>,
+    moved: Moved,
+}
+
+impl Pump {
+    fn new(
+        upstream: &TcpStream,
+        client: &TcpStream,
+        pipe: &Pipe,
+        copy: Option<OwnedFd>,
+        moved: Moved,
+    ) -> io::Result<Pump> {
+        use std::os::fd::AsFd;
+        Ok(Pump {
+            upstream: upstream.as_fd().try_clone_to_owned()?,
+            client: client.as_fd().try_clone_to_owned()?,
+            pipe_read: pipe.read.try_clone()?,
+            pipe_write: pipe.write.try_clone()?,
+            copy,
+            moved,
+        })
     }
 
     /// Moves the body as `framing` says it ends.
-    pub(super) async fn body(&mut self, framing: Framing) -> Result<(), PumpError> {
+    fn body(&mut self, framing: Framing) -> Result<(), PumpError> {
         match framing {
             Framing::Length(n) => {
-                self.exactly(n).await?;
+                self.exactly(n)?;
                 self.moved.body = n;
             }
             Framing::UntilClose => {
-                while self.some(PIPE_BYTES as u64).await? > 0 {}
+                while self.some(PIPE_BYTES as u64)? > 0 {}
                 self.moved.body = self.moved.wire;
             }
-            Framing::Chunked => self.chunks().await?,
+            Framing::Chunked => self.chunks()?,
         }
         Ok(())
     }
 
     /// Moves a chunked body: each chunk's line is read by peeking, then the line, the data
     /// and its CRLF go through as they came; after the last chunk, its trailers.
-    async fn chunks(&mut self) -> Result<(), PumpError> {
+    fn chunks(&mut self) -> Result<(), PumpError> {
         loop {
-            let (line, size) = self.peek(MAX_CHUNK_LINE, chunk_line).await?;
+            let (line, size) = self.peek(MAX_CHUNK_LINE, chunk_line)?;
             if size == 0 {
-                let end = self.peek(MAX_TRAILERS, trailers_end).await?;
-                return self.exactly(end as u64).await;
+                let end = self.peek(MAX_TRAILERS, trailers_end)?;
+                return self.exactly(end as u64);
             }
             let framed = (line as u64)
                 .checked_add(size)
                 .and_then(|n| n.checked_add(2))
                 .ok_or_else(|| PumpError::Upstream(format!("a chunk of {size} bytes")))?;
-            self.exactly(framed).await?;
+            self.exactly(framed)?;
             self.moved.body += size;
         }
     }
 
     /// Moves exactly `n` bytes; the EL closing before them is an error.
-    async fn exactly(&mut self, mut n: u64) -> Result<(), PumpError> {
+    fn exactly(&mut self, mut n: u64) -> Result<(), PumpError> {
         while n > 0 {
-            match self.some(n.min(PIPE_BYTES as u64)).await? {
+            match self.some(n.min(PIPE_BYTES as u64))? {
                 0 => {
                     return Err(PumpError::Upstream(format!(
                         "the EL closed the connection with {n} bytes of the answer still to come"
@@ -179,36 +246,25 @@ impl<'a> Pump<'a> {
 
     /// Moves what the EL has sent, at most `max` bytes, once it has sent any: 0 when it
     /// closed.
-    async fn some(&mut self, max: u64) -> Result<usize, PumpError> {
-        let n = self.fill(max as usize).await?;
-        self.drain(n).await?;
+    fn some(&mut self, max: u64) -> Result<usize, PumpError> {
+        let (from, to) = (self.upstream.as_raw_fd(), self.pipe_write.as_raw_fd());
+        let n = retry(|| splice(from, to, max as usize)).map_err(|e| stalled(e, upstream))?;
+        self.drain(n)?;
         self.moved.wire += n as u64;
         Ok(n)
     }
 
-    /// Splices from the EL's socket into the (empty) pipe.
-    async fn fill(&self, max: usize) -> Result<usize, PumpError> {
-        let (from, to) = (self.upstream.as_raw_fd(), self.pipe.write.as_raw_fd());
-        loop {
-            self.upstream.readable().await.map_err(upstream)?;
-            match self
-                .upstream
-                .try_io(Interest::READABLE, || splice(from, to, max))
-            {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(upstream(e)),
-            }
-        }
-    }
-
     /// Sends the `n` bytes in the pipe to the CL, duplicating into the copy what goes.
-    async fn drain(&mut self, mut n: usize) -> Result<(), PumpError> {
+    fn drain(&mut self, mut n: usize) -> Result<(), PumpError> {
+        let (from, to) = (self.pipe_read.as_raw_fd(), self.client.as_raw_fd());
         while n > 0 {
-            let copied = self.duplicate(n).await;
+            let copied = self.duplicate(n);
             let mut left = copied;
             while left > 0 {
-                left -= self.send(left).await?;
+                match retry(|| splice(from, to, left)).map_err(|e| stalled(e, client_error))? {
+                    0 => return Err(PumpError::Client("the CL's socket took nothing".into())),
+                    sent => left -= sent,
+                }
             }
             n -= copied;
         }
@@ -217,63 +273,88 @@ impl<'a> Pump<'a> {
 
     /// Duplicates into the copy what is first in the pipe, up to `n` bytes, and says how many
     /// may now go to the CL: all `n` once there is no copy (or no longer one).
-    async fn duplicate(&mut self, n: usize) -> usize {
+    fn duplicate(&mut self, n: usize) -> usize {
         let Some(copy) = &self.copy else { return n };
-        let from = self.pipe.read.as_raw_fd();
-        let waited = tokio::time::timeout(COPY_WAIT, async {
-            loop {
-                let mut ready = copy.writable().await?;
-                match ready.try_io(|fd| tee(from, fd.as_raw_fd(), n)) {
-                    Ok(result) => return result,
-                    Err(_would_block) => continue,
-                }
-            }
-        })
-        .await;
-        match waited {
-            Ok(Ok(copied)) if copied > 0 => copied,
-            // The reader is gone, failed, or kept the pipe full for a second: the rest of
-            // this answer goes without a copy, and its record says it was not kept.
-            _ => {
-                self.copy = None;
-                self.moved.copied_whole = false;
-                n
-            }
-        }
-    }
-
-    /// Splices at most `n` bytes from the pipe to the CL's socket.
-    async fn send(&self, n: usize) -> Result<usize, PumpError> {
-        let (from, to) = (self.pipe.read.as_raw_fd(), self.client.as_raw_fd());
+        let (from, to) = (self.pipe_read.as_raw_fd(), copy.as_raw_fd());
         loop {
-            self.client.writable().await.map_err(client)?;
-            match self
-                .client
-                .try_io(Interest::WRITABLE, || splice(from, to, n))
-            {
-                Ok(0) => return Err(PumpError::Client("the CL's socket took nothing".into())),
-                Ok(sent) => return Ok(sent),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(client(e)),
+            match retry(|| tee(from, to, n)) {
+                Ok(copied) if copied > 0 => return copied,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && wait_for_room(to) => {}
+                // The reader is gone, failed, or kept the pipe full for a second: the rest of
+                // this answer goes without a copy, and its record says it was not kept.
+                _ => {
+                    self.copy = None;
+                    self.moved.copied_whole = false;
+                    return n;
+                }
             }
         }
     }
 
     /// Peeks at what the EL has sent until `find` says where what it looks for ends (up to
     /// `max` bytes), without taking any of it.
-    async fn peek<T>(
+    fn peek<T>(
         &self,
         max: usize,
         find: fn(&[u8]) -> Result<Option<T>, String>,
     ) -> Result<T, PumpError> {
-        match peek_for(self.upstream, max, find).await {
-            Ok(Ok(Some(found))) => Ok(found),
-            Ok(Ok(None)) => Err(PumpError::Upstream(
-                "the EL closed the connection inside a chunked answer".into(),
-            )),
-            Ok(Err(why)) => Err(PumpError::Upstream(format!("a bad chunked body: {why}"))),
-            Err(e) => Err(upstream(e)),
+        let mut seen = vec![0u8; max];
+        let fd = self.upstream.as_raw_fd();
+        let mut want = 1;
+        loop {
+            // Blocks until `want` bytes are there (or the timeout, or the end: then fewer).
+            let there = retry(|| recv(fd, &mut seen[..want], libc::MSG_PEEK | libc::MSG_WAITALL))
+                .map_err(|e| stalled(e, upstream))?;
+            if there < want {
+                return Err(PumpError::Upstream(
+                    "the EL closed the connection inside a chunked answer".into(),
+                ));
+            }
+            let n = retry(|| recv(fd, &mut seen, libc::MSG_PEEK | libc::MSG_DONTWAIT))
+                .map_err(upstream)?;
+            match find(&seen[..n]) {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) if n < max => want = n + 1,
+                Ok(None) => {
+                    let why = format!("a bad chunked body: no end within {max} bytes");
+                    return Err(PumpError::Upstream(why));
+                }
+                Err(why) => return Err(PumpError::Upstream(format!("a bad chunked body: {why}"))),
+            }
         }
+    }
+}
+
+/// Waits until the copy's pipe has room, at most [`COPY_WAIT_MS`]: true when it has.
+fn wait_for_room(fd: RawFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let ready = unsafe { libc::poll(&mut poll, 1, COPY_WAIT_MS) };
+    ready == 1 && poll.revents & libc::POLLOUT != 0
+}
+
+/// Runs a system call again when a signal interrupted it.
+fn retry(mut call: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
+    loop {
+        match call() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            done => return done,
+        }
+    }
+}
+
+/// A blocking socket's timeout ([`STALL`]) as the error of whoever stalled.
+fn stalled(e: io::Error, side: fn(io::Error) -> PumpError) -> PumpError {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => side(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("nothing moved for {STALL:?}"),
+        )),
+        _ => side(e),
     }
 }
 
@@ -281,7 +362,7 @@ fn upstream(e: io::Error) -> PumpError {
     PumpError::Upstream(format!("reading the EL's answer: {e}"))
 }
 
-fn client(e: io::Error) -> PumpError {
+fn client_error(e: io::Error) -> PumpError {
     PumpError::Client(format!("sending the answer to the CL: {e}"))
 }
 
@@ -316,7 +397,8 @@ pub(super) fn trailers_end(bytes: &[u8]) -> Result<Option<usize>, String> {
         .map(|at| line + 2 + at + 4))
 }
 
-/// `splice(2)` of at most `len` bytes between a socket and a pipe, never blocking on the pipe.
+/// `splice(2)` of at most `len` bytes between a socket and a pipe (blocking as the socket
+/// does: the pipe is never full or empty when it is called).
 fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
     // SAFETY: two open descriptors and null offsets (neither is a file).
     let n = unsafe {
@@ -326,7 +408,7 @@ fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
             to,
             std::ptr::null_mut(),
             len,
-            libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            libc::SPLICE_F_MOVE,
         )
     };
     if n < 0 {
@@ -347,15 +429,13 @@ fn tee(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
 
 /// `recv(2)` with `MSG_PEEK`: what the socket holds, left in it (never waits).
 pub(super) fn peek(fd: RawFd, into: &mut [u8]) -> io::Result<usize> {
+    recv(fd, into, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+}
+
+/// `recv(2)` into `into` with `flags`.
+fn recv(fd: RawFd, into: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: `into` is writable for its length.
-    let n = unsafe {
-        libc::recv(
-            fd,
-            into.as_mut_ptr().cast(),
-            into.len(),
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
+    let n = unsafe { libc::recv(fd, into.as_mut_ptr().cast(), into.len(), flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -223,9 +223,13 @@ pub(super) fn answer_head(bytes: &[u8]) -> Result<Option<AnswerHead>, String> {
 pub(super) fn client_head(answer: &AnswerHead, close: bool) -> Vec<u8> {
     let mut head = Vec::with_capacity(256);
     status_line(&mut head, answer.status);
+    // A length only frames a body that is relayed by its length (an EL that sends one with
+    // chunks has its chunks relayed, and RFC 9112 says the chunks win).
+    let length_frames = matches!(answer.framing, Framing::Length(_));
     for (name, value) in answer.headers.iter() {
         let hop = crate::proxy::HOP_BY_HOP.contains(name) || name.as_str() == "keep-alive";
-        if !hop {
+        let stale_length = name == header::CONTENT_LENGTH && !length_frames;
+        if !hop && !stale_length {
             field(&mut head, name.as_str(), value.as_bytes());
         }
     }
@@ -400,5 +404,20 @@ mod tests {
             head,
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ndate: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
         );
+        let both = answer_head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nTransfer-Encoding: chunked\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        let head = String::from_utf8(client_head(&both, false)).unwrap();
+        assert_eq!(
+            head,
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+        let length = answer_head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        let head = String::from_utf8(client_head(&length, false)).unwrap();
+        assert_eq!(head, "HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n");
     }
 }
