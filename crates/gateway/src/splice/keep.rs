@@ -1,17 +1,18 @@
-//! The record's copy of a spliced answer: a reader on tokio's blocking pool drains the copy
-//! pipe into one buffer (up to what the recorder keeps) while the answer moves, and, once the
-//! relay says how the answer ended, completes the call's record — a chunked answer's data
-//! cut out of its framing as slices of that buffer, not copied again. Recording happens on
-//! that thread, never on the relay's.
+//! The record of a spliced answer: a reader on tokio's blocking pool takes the copy's full
+//! pipes (`copy`) as the pump hands them over, reads them into one buffer (up to what the
+//! recorder keeps) once the answer has ended, and, when the relay says how it ended,
+//! completes the call's record — a chunked answer's data cut out of its framing as slices of
+//! that buffer, not copied again. Recording happens on that thread, never on the relay's.
 //!
-//! Not here: moving the answer (`pump`).
+//! Not here: moving the answer (`pump`), filling the pipes (`copy`).
 
-use std::{io::Read, os::fd::OwnedFd, sync::mpsc, time::Instant};
+use std::{collections::VecDeque, io::Read, sync::mpsc, time::Instant};
 
 use bytes::Bytes;
 use sszgate_record::ErrorSide;
 
 use super::{
+    copy::{DEFERRED, ON_THE_WAY, Segment},
     pump::{Moved, chunk_line},
     wire::Framing,
 };
@@ -27,30 +28,90 @@ pub(super) struct Ended {
     pub(super) failure: Option<(ErrorSide, String)>,
 }
 
-/// Starts the reader of `copy` (the copy pipe's read end) for one answer; the relay sends
-/// how the answer ended on the returned channel once it has closed the pipe's write end.
+/// Starts the reader of one answer's copy: the pump sends it the copy's pipes on the first
+/// channel returned (closed when no more come), the relay how the answer ended on the second.
 /// Should the relay go away without a word, the record says so. `alive` is held until the
 /// record is made: the port's shutdown waits for it, so no record of an answer that ended is
 /// lost.
+///
+/// Records of one connection are made in the order of its calls: the record waits for the
+/// connection's `previous` one, and the returned [`Recorded`] resolves once it is made.
 pub(super) fn start(
-    copy: OwnedFd,
     recording: Recording,
     framing: Framing,
     alive: tokio::sync::mpsc::Sender<()>,
-) -> mpsc::SyncSender<Ended> {
+    previous: Option<Recorded>,
+) -> (mpsc::SyncSender<Segment>, mpsc::SyncSender<Ended>, Recorded) {
+    let (segments, to_read) = mpsc::sync_channel(ON_THE_WAY);
     let (tell, told) = mpsc::sync_channel(1);
+    let (recorded, done) = tokio::sync::oneshot::channel();
     // Counted as a waiting capture from before the CL has a byte of the answer until it is
     // recorded: whoever waits for the records of the calls answered so far waits for it.
     let copying = recording.recorder.copying();
     tokio::task::spawn_blocking(move || {
-        keep(copy, recording, framing, told);
+        let limit = recording.recorder.max_capture_bytes();
+        let completed = keep(to_read, framing, limit, told);
+        if let Some(previous) = previous {
+            let _ = previous.blocking_recv();
+        }
+        completed.apply(recording);
+        let _ = recorded.send(());
         drop((copying, alive));
     });
-    tell
+    (segments, tell, done)
 }
 
-fn keep(copy: OwnedFd, mut recording: Recording, framing: Framing, told: mpsc::Receiver<Ended>) {
-    let limit = recording.recorder.max_capture_bytes();
+/// Resolves once a spliced call's record has been made (or its reader has failed).
+pub(super) type Recorded = tokio::sync::oneshot::Receiver<()>;
+
+/// What the copy and the relay said of an answer, for its record.
+struct Completed {
+    frames: Vec<Bytes>,
+    not_kept: Option<u64>,
+    ended: Ended,
+}
+
+impl Completed {
+    fn apply(self, mut recording: Recording) {
+        if self.not_kept.is_some() {
+            recording.capture.response_not_kept = self.not_kept;
+        }
+        let Ended {
+            at, moved, failure, ..
+        } = self.ended;
+        recording.complete(self.frames, moved.body, at, failure);
+    }
+}
+
+/// The answer as it came on the wire, read from the copy's pipes, at most `budget` bytes.
+struct Wire {
+    bytes: Vec<u8>,
+    budget: u64,
+    /// False once a pipe could not be read whole, or the budget cut it.
+    whole: bool,
+}
+
+impl Wire {
+    /// Reads one full pipe after the others.
+    fn read(&mut self, segment: Segment) {
+        let mut pipe = std::fs::File::from(segment.read);
+        let room = self.budget.saturating_sub(self.bytes.len() as u64);
+        let before = self.bytes.len();
+        let read = (&mut pipe).take(room).read_to_end(&mut self.bytes);
+        if read.is_err() || self.bytes.len() - before != segment.len {
+            self.whole = false;
+        }
+    }
+}
+
+/// Reads the copy's pipes (once the answer has ended, unless too many wait) and what the
+/// relay says of the answer's end: what its record gets.
+fn keep(
+    to_read: mpsc::Receiver<Segment>,
+    framing: Framing,
+    limit: u64,
+    told: mpsc::Receiver<Ended>,
+) -> Completed {
     // A chunked answer's framing comes with its data: twice the limit holds any answer the
     // recorder would keep unless its chunks are tiny.
     let (budget, expected) = match framing {
@@ -58,12 +119,22 @@ fn keep(copy: OwnedFd, mut recording: Recording, framing: Framing, told: mpsc::R
         Framing::Chunked => (limit.saturating_mul(2), 0),
         Framing::UntilClose => (limit, 0),
     };
-    let mut pipe = std::fs::File::from(copy);
-    let mut wire = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
-    let read = (&mut pipe).take(budget).read_to_end(&mut wire);
-    // Past the budget (or after a read error) the rest is drained, so that the relay never
-    // waits on a full pipe.
-    let _ = std::io::copy(&mut pipe, &mut std::io::sink());
+    let mut wire = Wire {
+        bytes: Vec::with_capacity(usize::try_from(expected).unwrap_or(0)),
+        budget,
+        whole: true,
+    };
+    // The pipes wait until the answer has ended, unless too many do.
+    let mut waiting = VecDeque::new();
+    for segment in to_read {
+        waiting.push_back(segment);
+        if waiting.len() > DEFERRED {
+            wire.read(waiting.pop_front().expect("one waits"));
+        }
+    }
+    for segment in waiting {
+        wire.read(segment);
+    }
     let ended = told.recv().unwrap_or_else(|_| Ended {
         at: Instant::now(),
         moved: Moved::default(),
@@ -72,17 +143,20 @@ fn keep(copy: OwnedFd, mut recording: Recording, framing: Framing, told: mpsc::R
             "the relay stopped before the answer ended".into(),
         )),
     });
-    let whole = read.is_ok() && ended.moved.copied_whole && wire.len() as u64 == ended.moved.wire;
+    let bytes = wire.bytes;
+    let whole = wire.whole && ended.moved.copied_whole && bytes.len() as u64 == ended.moved.wire;
     let frames = match (whole, framing) {
         (false, _) => Vec::new(),
-        (true, Framing::Chunked) => dechunk(Bytes::from(wire)),
-        (true, _) if wire.is_empty() => Vec::new(),
-        (true, _) => vec![Bytes::from(wire)],
+        (true, Framing::Chunked) => dechunk(Bytes::from(bytes)),
+        (true, _) if bytes.is_empty() => Vec::new(),
+        (true, _) => vec![Bytes::from(bytes)],
     };
-    if !whole && ended.moved.body > 0 {
-        recording.capture.response_not_kept = Some(ended.moved.body);
+    let not_kept = (!whole && ended.moved.body > 0).then_some(ended.moved.body);
+    Completed {
+        frames,
+        not_kept,
+        ended,
     }
-    recording.complete(frames, ended.moved.body, ended.at, ended.failure);
 }
 
 /// The data of each chunk of a chunked body, as slices of it; what a cut-short body has of

@@ -12,6 +12,7 @@
 //! Not here: the general path (`proxy`), heads (`wire`), the body (`pump`), the record's copy
 //! (`keep`), connections to the EL (`pool`).
 
+mod copy;
 mod keep;
 mod pool;
 mod pump;
@@ -40,6 +41,11 @@ use wire::{AnswerHead, Framing, Parsed, RequestHead};
 
 /// The longest answer head read from the EL.
 const MAX_ANSWER_HEAD: usize = 64 << 10;
+
+/// Answers of at most this many bytes (most calls' answers) are read into memory, recorded
+/// and written on: splicing saves nothing worth a pipe and a thread there, and their record
+/// is made before the CL has a byte of them.
+const SMALL_ANSWER: u64 = 64 << 10;
 
 /// Answers spliced at once, at most. Each holds two threads of tokio's blocking pool (the
 /// pump and the copy's reader) for as long as its body moves, which a CL that reads slowly
@@ -78,22 +84,49 @@ enum After {
 /// through hyper.
 pub(crate) async fn serve_connection(mut stream: TcpStream, mut conn: Connection) {
     let mut buf = BytesMut::with_capacity(16 << 10);
-    let mut pipe = None;
+    let mut state = State::default();
     loop {
         let head = match next_head(&mut stream, &mut buf, &mut conn).await {
             Some(Parsed::Head(head)) => head,
-            Some(Parsed::Elsewhere) => return hand_over(conn, stream, None, buf).await,
+            Some(Parsed::Elsewhere) => return hand_over(conn, stream, None, buf, state).await,
             Some(Parsed::Partial) | None => return,
         };
-        match call(&mut stream, &mut buf, head, &conn, &mut pipe).await {
+        match call(&mut stream, &mut buf, head, &conn, &mut state).await {
             After::KeepAlive => continue,
             After::Close => return,
-            After::Elsewhere(taken) => return hand_over(conn, stream, taken, buf).await,
+            After::Elsewhere(taken) => return hand_over(conn, stream, taken, buf, state).await,
         }
     }
 }
 
-async fn hand_over(conn: Connection, stream: TcpStream, taken: Option<Bytes>, buf: BytesMut) {
+/// What a connection keeps from call to call.
+#[derive(Default)]
+struct State {
+    /// The relay pipe, once made.
+    pipe: Option<Pipe>,
+    /// The last spliced call's record, until it is made.
+    last_record: Option<keep::Recorded>,
+}
+
+impl State {
+    /// Waits for the last spliced call's record: a record made here, or a connection that
+    /// another path goes on with, comes after it.
+    async fn settle(&mut self) {
+        if let Some(recorded) = self.last_record.take() {
+            let _ = recorded.await;
+        }
+    }
+}
+
+/// Hands the connection to hyper once the records of its spliced calls are made.
+async fn hand_over(
+    conn: Connection,
+    stream: TcpStream,
+    taken: Option<Bytes>,
+    buf: BytesMut,
+    mut state: State,
+) {
+    state.settle().await;
     conn.serve_http(rewind::Rewind::new(stream, taken, buf))
         .await;
 }
@@ -135,7 +168,7 @@ async fn call(
     buf: &mut BytesMut,
     head: RequestHead,
     conn: &Connection,
-    pipe: &mut Option<Pipe>,
+    state: &mut State,
 ) -> After {
     let config = &conn.shared.config;
     let from = conn.from();
@@ -171,10 +204,10 @@ async fn call(
     if bridged || !config.control.idle() {
         return After::Elsewhere(Some(taken));
     }
-    let Ok(pipes) = pipes(pipe) else {
+    if relay_pipe(&mut state.pipe).is_err() {
         return After::Elsewhere(Some(taken));
-    };
-    let after = relay(stream, call, head, conn, pipes, permit).await;
+    }
+    let after = relay(stream, call, head, conn, state, permit).await;
     drop(body_slot);
     after
 }
@@ -222,15 +255,12 @@ async fn read_to(
     Some(true)
 }
 
-/// The connection's relay pipe (made once, and again after a call that left bytes in it)
-/// and a fresh pipe for the record's copy.
-fn pipes(pipe: &mut Option<Pipe>) -> std::io::Result<(&Pipe, Pipe)> {
-    let copy = Pipe::for_copy()?;
-    let relay = match pipe {
-        Some(relay) => relay,
-        None => pipe.insert(Pipe::new()?),
-    };
-    Ok((relay, copy))
+/// The connection's relay pipe: made once, and again after a call that left bytes in it.
+fn relay_pipe(pipe: &mut Option<Pipe>) -> std::io::Result<&Pipe> {
+    match pipe {
+        Some(relay) => Ok(relay),
+        None => Ok(pipe.insert(Pipe::new()?)),
+    }
 }
 
 /// Relays an admitted call: asks the EL on a connection of the pool, sends its head to the
@@ -240,7 +270,7 @@ async fn relay(
     call: Call,
     head: RequestHead,
     conn: &Connection,
-    (relay_pipe, copy): (&Pipe, Pipe),
+    state: &mut State,
     permit: OwnedSemaphorePermit,
 ) -> After {
     let (config, recorder) = (&conn.shared.config, &conn.shared.recorder);
@@ -259,6 +289,7 @@ async fn relay(
         Ok(asked) => asked,
         Err(e) => {
             let method = head.request.method().clone();
+            state.settle().await;
             let refused =
                 crate::proxy::upstream_failed(call, e, method, request_type, config, recorder);
             return answer_self(client, refused, head.close).await;
@@ -268,6 +299,7 @@ async fn relay(
         && let Err(refusal) = first_byte(&upstream, &answer, config).await
     {
         config.upstream_transport.mark_unreachable();
+        state.settle().await;
         let refused = crate::proxy::refuse(call, refusal, recorder);
         return answer_self(client, refused, head.close).await;
     }
@@ -278,19 +310,26 @@ async fn relay(
         head: Instant::now(),
     };
     let recording = recording(call, &head, &answer, timing, request_type, conn);
-    let tell = keep::start(copy.read, recording, answer.framing, conn.alive());
+    if let Framing::Length(len) = answer.framing
+        && len <= SMALL_ANSWER
+    {
+        let small = Small {
+            answer,
+            len: len as usize,
+            close,
+        };
+        return small.relay(client, upstream, recording, conn, state).await;
+    }
+    let previous = state.last_record.take();
+    let (segments, tell, recorded) = keep::start(recording, answer.framing, conn.alive(), previous);
+    state.last_record = Some(recorded);
+    let relay_pipe = state.pipe.as_ref().expect("made before the call");
     let wrote = client.write_all(&wire::client_head(&answer, close)).await;
     drop(permit);
     let (moved, result) = match wrote {
         Ok(()) => {
-            pump::body(
-                &upstream,
-                client,
-                relay_pipe,
-                Some(copy.write),
-                answer.framing,
-            )
-            .await
+            let copy = Some(copy::Copier::new(segments));
+            pump::body(&upstream, client, relay_pipe, copy, answer.framing).await
         }
         Err(e) => {
             let why = format!("sending the answer head to the CL: {e}");
@@ -314,7 +353,12 @@ async fn relay(
     if failure.is_none() && !answer.close {
         spliced.pool.give(upstream);
     }
+    let cut = failure.is_some();
     let _ = tell.send(keep::Ended { failure, ..ended });
+    if cut {
+        // The CL sees its answer cut when the connection closes: after the record says so.
+        state.settle().await;
+    }
     after
 }
 
@@ -479,5 +523,59 @@ async fn answer_self(
     match client.write_all(&bytes).await {
         Ok(()) if !close => After::KeepAlive,
         _ => After::Close,
+    }
+}
+
+/// A small answer, relayed through memory (see [`SMALL_ANSWER`]).
+struct Small {
+    answer: AnswerHead,
+    len: usize,
+    close: bool,
+}
+
+impl Small {
+    /// Reads the body (within the upstream timeout), records the call (after the
+    /// connection's spliced calls before it), then sends the head and body to the CL.
+    async fn relay(
+        self,
+        client: &mut TcpStream,
+        mut upstream: TcpStream,
+        recording: Recording,
+        conn: &Connection,
+        state: &mut State,
+    ) -> After {
+        let config = &conn.shared.config;
+        let mut body = vec![0u8; self.len];
+        let read = tokio::time::timeout(config.upstream.timeout(), upstream.read_exact(&mut body));
+        let failure = match read.await {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(format!("upstream body failed: {e}")),
+            Err(_) => Some(format!(
+                "upstream body failed: not whole within {:?}",
+                config.upstream.timeout()
+            )),
+        };
+        state.settle().await;
+        let ended = Instant::now();
+        if let Some(why) = failure {
+            // Nothing of it reached the CL: its connection closes without an answer.
+            recording.complete(Vec::new(), 0, ended, Some((ErrorSide::El, why)));
+            return After::Close;
+        }
+        let body = Bytes::from(body);
+        recording.complete(vec![body.clone()], self.len as u64, ended, None);
+        let mut out = wire::client_head(&self.answer, self.close);
+        out.extend_from_slice(&body);
+        if client.write_all(&out).await.is_err() {
+            return After::Close;
+        }
+        if !self.answer.close {
+            let spliced = conn.shared.spliced.as_ref().expect("a spliced port");
+            spliced.pool.give(upstream);
+        }
+        match self.close {
+            true => After::Close,
+            false => After::KeepAlive,
+        }
     }
 }

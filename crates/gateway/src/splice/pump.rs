@@ -19,7 +19,7 @@ use std::{
 
 use tokio::{io::Interest, net::TcpStream};
 
-use super::wire::Framing;
+use super::{copy::Copier, wire::Framing};
 
 /// Bytes a pipe holds, asked with `F_SETPIPE_SZ` (Linux's default cap for unprivileged
 /// processes, `/proc/sys/fs/pipe-max-size`); a system that refuses it keeps 64 KiB.
@@ -30,10 +30,6 @@ const MAX_CHUNK_LINE: usize = 1024;
 
 /// The most bytes of trailer fields after the last chunk.
 const MAX_TRAILERS: usize = 8192;
-
-/// How long the relay waits for the record's reader to take what it was given before it
-/// stops copying this answer for the record (the answer itself goes on).
-const COPY_WAIT_MS: libc::c_int = 1000;
 
 /// How long the EL may send nothing, or the CL take nothing, in the middle of a body before
 /// the answer is cut (the pump's thread blocks in the kernel and must wake up some time).
@@ -95,7 +91,7 @@ pub(super) struct Moved {
 }
 
 /// Moves one answer's body from `upstream` through the connection's `pipe` to `client`,
-/// duplicated into `copy` (the record's pipe) while there is one, on a thread of tokio's
+/// duplicated into the record's `copy` while there is one, on a thread of tokio's
 /// blocking pool with both sockets in blocking mode: the kernel then wakes the pump as data
 /// comes, where readiness through the runtime cost a wake-up per chunk (measured: the
 /// spliced relay added 40 % more than a blocking splicing relay to a 20 MB answer). The
@@ -105,7 +101,7 @@ pub(super) async fn body(
     upstream: &TcpStream,
     client: &TcpStream,
     pipe: &Pipe,
-    copy: Option<OwnedFd>,
+    copy: Option<Copier>,
     framing: Framing,
 ) -> (Moved, Result<(), PumpError>) {
     let moved = Moved {
@@ -123,6 +119,7 @@ pub(super) async fn body(
     let joined = tokio::task::spawn_blocking(move || {
         let mut pump = pump;
         let result = pump.body(framing);
+        pump.finish_copy();
         (pump.moved, result)
     })
     .await;
@@ -172,7 +169,7 @@ struct Pump {
     client: OwnedFd,
     pipe_read: OwnedFd,
     pipe_write: OwnedFd,
-    copy: Option<OwnedFd>,
+    copy: Option<Copier>,
     moved: Moved,
 }
 
@@ -181,7 +178,7 @@ impl Pump {
         upstream: &TcpStream,
         client: &TcpStream,
         pipe: &Pipe,
-        copy: Option<OwnedFd>,
+        copy: Option<Copier>,
         moved: Moved,
     ) -> io::Result<Pump> {
         use std::os::fd::AsFd;
@@ -274,21 +271,31 @@ impl Pump {
     /// Duplicates into the copy what is first in the pipe, up to `n` bytes, and says how many
     /// may now go to the CL: all `n` once there is no copy (or no longer one).
     fn duplicate(&mut self, n: usize) -> usize {
-        let Some(copy) = &self.copy else { return n };
-        let (from, to) = (self.pipe_read.as_raw_fd(), copy.as_raw_fd());
-        loop {
-            match retry(|| tee(from, to, n)) {
-                Ok(copied) if copied > 0 => return copied,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && wait_for_room(to) => {}
-                // The reader is gone, failed, or kept the pipe full for a second: the rest of
-                // this answer goes without a copy, and its record says it was not kept.
-                _ => {
-                    self.copy = None;
-                    self.moved.copied_whole = false;
-                    return n;
-                }
+        let Some(copy) = &mut self.copy else { return n };
+        match copy.duplicate(self.pipe_read.as_raw_fd(), n) {
+            Ok(copied) => copied,
+            Err(()) => {
+                self.give_up_copy();
+                n
             }
         }
+    }
+
+    /// Hands the copy's last pipe to the reader, once the body has ended (or failed).
+    fn finish_copy(&mut self) {
+        if let Some(copy) = &mut self.copy
+            && copy.hand_over().is_err()
+        {
+            self.give_up_copy();
+        }
+        // Dropping the copier tells the reader that no more pipes come.
+        self.copy = None;
+    }
+
+    /// The rest of this answer goes without a copy, and its record says it was not kept.
+    fn give_up_copy(&mut self) {
+        self.copy = None;
+        self.moved.copied_whole = false;
     }
 
     /// Peeks at what the EL has sent until `find` says where what it looks for ends (up to
@@ -325,20 +332,8 @@ impl Pump {
     }
 }
 
-/// Waits until the copy's pipe has room, at most [`COPY_WAIT_MS`]: true when it has.
-fn wait_for_room(fd: RawFd) -> bool {
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let ready = unsafe { libc::poll(&mut poll, 1, COPY_WAIT_MS) };
-    ready == 1 && poll.revents & libc::POLLOUT != 0
-}
-
 /// Runs a system call again when a signal interrupted it.
-fn retry(mut call: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
+pub(super) fn retry(mut call: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
     loop {
         match call() {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -418,7 +413,7 @@ fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
 }
 
 /// `tee(2)`: duplicates up to `len` bytes at the head of one pipe into another.
-fn tee(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+pub(super) fn tee(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
     // SAFETY: two open pipe descriptors.
     let n = unsafe { libc::tee(from, to, len, libc::SPLICE_F_NONBLOCK) };
     if n < 0 {
