@@ -132,9 +132,6 @@ fn keep(
             wire.read(waiting.pop_front().expect("one waits"));
         }
     }
-    for segment in waiting {
-        wire.read(segment);
-    }
     let ended = told.recv().unwrap_or_else(|_| Ended {
         at: Instant::now(),
         moved: Moved::default(),
@@ -143,6 +140,14 @@ fn keep(
             "the relay stopped before the answer ended".into(),
         )),
     });
+    // When the relay is done, megabytes of the answer can still be in the CL's socket
+    // buffer: the copy waits until the CL has most likely read them (as the recorder does).
+    if !waiting.is_empty() {
+        sszgate_record::wait_after_call(ended.at);
+    }
+    for segment in waiting {
+        wire.read(segment);
+    }
     let bytes = wire.bytes;
     let whole = wire.whole && ended.moved.copied_whole && bytes.len() as u64 == ended.moved.wire;
     let frames = match (whole, framing) {

@@ -109,6 +109,21 @@ struct State {
 }
 
 impl State {
+    /// Makes a record now, or, while the connection's last spliced call's record is still
+    /// to come, after it on a blocking thread (the answer is not held up for it).
+    fn record_in_order(&mut self, record: impl FnOnce() + Send + 'static) {
+        let Some(previous) = self.last_record.take() else {
+            return record();
+        };
+        let (recorded, done) = tokio::sync::oneshot::channel();
+        tokio::task::spawn_blocking(move || {
+            let _ = previous.blocking_recv();
+            record();
+            let _ = recorded.send(());
+        });
+        self.last_record = Some(done);
+    }
+
     /// Waits for the last spliced call's record: a record made here, or a connection that
     /// another path goes on with, comes after it.
     async fn settle(&mut self) {
@@ -555,15 +570,23 @@ impl Small {
                 config.upstream.timeout()
             )),
         };
-        state.settle().await;
         let ended = Instant::now();
         if let Some(why) = failure {
-            // Nothing of it reached the CL: its connection closes without an answer.
+            // Nothing of it reached the CL: its connection closes without an answer, after
+            // the record says why.
+            state.settle().await;
             recording.complete(Vec::new(), 0, ended, Some((ErrorSide::El, why)));
             return After::Close;
         }
         let body = Bytes::from(body);
-        recording.complete(vec![body.clone()], self.len as u64, ended, None);
+        let frames = vec![body.clone()];
+        // Counted as waiting, and waited for at shutdown, until it is made.
+        let guards = (recording.recorder.copying(), conn.alive());
+        let len = self.len as u64;
+        state.record_in_order(move || {
+            recording.complete(frames, len, ended, None);
+            drop(guards);
+        });
         let mut out = wire::client_head(&self.answer, self.close);
         out.extend_from_slice(&body);
         if client.write_all(&out).await.is_err() {

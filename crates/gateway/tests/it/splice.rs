@@ -476,3 +476,40 @@ async fn chunk_lines_that_arrive_in_pieces_are_waited_for() {
         .unwrap();
     assert_eq!(code, -38001);
 }
+
+#[tokio::test]
+async fn a_connections_records_keep_the_order_of_its_calls() {
+    // A large chunked answer (spliced, its copy read after it ended) and a small one right
+    // after it on the same connection (through memory): recorded in that order.
+    let message = "x".repeat(4 << 20);
+    let large =
+        format!(r#"{{"jsonrpc":"2.0","id":5,"error":{{"code":-38001,"message":"{message}"}}}}"#);
+    let mut chunked =
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+            .to_vec();
+    chunked.extend_from_slice(format!("{:x}\r\n", large.len()).as_bytes());
+    chunked.extend_from_slice(large.as_bytes());
+    chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+    let small =
+        r#"{"jsonrpc":"2.0","id":5,"error":{"code":-38002,"message":"Invalid forkchoice state"}}"#;
+    let answers = Arc::new([chunked, length_answer(small.as_bytes())]);
+    let (el, _) = raw_el(Arc::new(move |n, _| (answers[n % 2].clone(), false))).await;
+    let proxy = Proxy::start(&format!("http://{el}")).await;
+    let mut cl = TcpStream::connect(proxy.addr).await.unwrap();
+    let mut buf = Vec::new();
+    for _ in 0..3 {
+        for _ in 0..2 {
+            cl.write_all(&post("/", GET_PAYLOAD)).await.unwrap();
+            read_answer(&mut cl, &mut buf).await.expect("an answer");
+        }
+    }
+    let (db, _dir) = proxy.finish().await;
+    let codes: Vec<i64> = db
+        .prepare("SELECT error_code FROM calls ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(codes, [-38001, -38002, -38001, -38002, -38001, -38002]);
+}
