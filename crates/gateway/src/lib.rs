@@ -8,9 +8,10 @@
 //! 2. Never wait for recording. The response body is wrapped in a tap that keeps refcounted
 //!    handles (`bytes::Bytes`) of the frames it forwards; when the body ends (or the CL goes
 //!    away) the tap hands one capture to the recorder's bounded queue with `try_send`. On
-//!    Linux a plain call's answer does not even enter the process: the spliced relay
-//!    (`splice`) moves it socket to socket and a reader on another thread keeps a copy; a
-//!    reader that falls a second behind loses the copy, never the answer.
+//!    Linux a plain call's answer does not even enter the process while it moves: the spliced
+//!    relay (`splice`) moves it socket to socket, and its pages, referenced again in pipes,
+//!    are copied into the record on another thread once the answer has ended; a copy that
+//!    cannot go on is given up (the record says so), never waited for.
 //! 3. One pooled upstream client for every call (and, for the spliced relay, one pool of its
 //!    own connections); no per-call client.
 //!

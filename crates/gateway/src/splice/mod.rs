@@ -1,7 +1,8 @@
 //! The spliced relay (Linux): a connection's plain calls — HTTP/1.1 `POST`s with a
 //! `Content-Length`, relayed unchanged to an HTTP/1.1 EL — are served here, their answers'
-//! bodies moved socket to socket with `splice(2)` (`pump`) and copied for the record on
-//! another thread (`keep`). Every other call, and the rest of its connection, goes to hyper
+//! bodies moved socket to socket with `splice(2)` (`pump`), their pages referenced again in
+//! pipes (`copy`) that another thread copies into the record once the answer has ended
+//! (`keep`); answers of 64 KiB or less go through memory (`Small`). Every other call, and the rest of its connection, goes to hyper
 //! (`proxy::Connection::serve_http`) with what was read of it put back (`rewind`): a front's
 //! own endpoints, a paused or ruled control point, a bridged call, `--verify-enforce`, a JWT
 //! that does not check, a call refused at admission, WebSocket, h2c, a chunked request. The
@@ -10,7 +11,7 @@
 //! would relay it unchanged; its record, its front's view and its refusals are the same.
 //!
 //! Not here: the general path (`proxy`), heads (`wire`), the body (`pump`), the record's copy
-//! (`keep`), connections to the EL (`pool`).
+//! (`copy`, `keep`), connections to the EL (`pool`).
 
 mod copy;
 mod keep;
