@@ -205,4 +205,14 @@ mod tests {
         );
         assert!(dechunk(Bytes::from_static(b"0\r\n\r\n")).is_empty());
     }
+
+    #[test]
+    fn any_cut_of_a_chunked_body_or_a_lying_size_gives_frames_within_it() {
+        let wire: &[u8] = b"3\r\nabc\r\nffffffffffffffff\r\nde\r\n0\r\n\r\n";
+        for cut in 0..=wire.len() {
+            let frames = dechunk(Bytes::copy_from_slice(&wire[..cut]));
+            let total: usize = frames.iter().map(Bytes::len).sum();
+            assert!(total <= cut, "cut {cut}: {total} bytes of frames");
+        }
+    }
 }
