@@ -18,6 +18,10 @@ use super::{
 };
 use crate::tap::Recording;
 
+/// The most the reader allocates ahead for an answer's announced length: a 72-blob
+/// getPayloadV5 answer (about 20 MB) fits.
+const PRESIZE_MAX: u64 = 32 << 20;
+
 /// How a spliced answer ended, as the relay tells the reader.
 pub(super) struct Ended {
     /// When its last byte went to the CL (or it failed).
@@ -112,12 +116,18 @@ fn keep(
     limit: u64,
     told: mpsc::Receiver<Ended>,
 ) -> Completed {
-    // A chunked answer's framing comes with its data: twice the limit holds any answer the
-    // recorder would keep unless its chunks are tiny.
-    let (budget, expected) = match framing {
-        Framing::Length(n) => (limit, n.min(limit)),
-        Framing::Chunked => (limit.saturating_mul(2), 0),
-        Framing::UntilClose => (limit, 0),
+    // What is read of the copy is bounded by what the recorder keeps (as the general path's
+    // tap is), whatever the EL says: a chunked answer gets a 64th more for its framing (a
+    // few bytes per chunk; an answer of tiny chunks past it is recorded by its size only).
+    // Only a length the EL announced is allocated ahead, up to `PRESIZE_MAX`: a forged
+    // `Content-Length` reserves no more than that, the rest grows as bytes really come.
+    let budget = match framing {
+        Framing::Chunked => limit.saturating_add(limit / 64),
+        Framing::Length(_) | Framing::UntilClose => limit,
+    };
+    let expected = match framing {
+        Framing::Length(n) => n.min(budget).min(PRESIZE_MAX),
+        Framing::Chunked | Framing::UntilClose => 0,
     };
     let mut wire = Wire {
         bytes: Vec::with_capacity(usize::try_from(expected).unwrap_or(0)),
@@ -204,6 +214,51 @@ mod tests {
             vec![Bytes::from_static(b"abc"), Bytes::from_static(b"de")]
         );
         assert!(dechunk(Bytes::from_static(b"0\r\n\r\n")).is_empty());
+    }
+
+    /// The copy of an answer of `body` in one pipe, read under `limit`.
+    fn kept(body: &[u8], framing: Framing, limit: u64) -> Completed {
+        use std::io::Write;
+        let pipe = super::super::pump::Pipe::for_copy().unwrap();
+        let mut write = std::fs::File::from(pipe.write);
+        write.write_all(body).unwrap();
+        drop(write);
+        let (segments, to_read) = mpsc::sync_channel(4);
+        segments
+            .send(Segment {
+                read: pipe.read,
+                len: body.len(),
+            })
+            .unwrap();
+        drop(segments);
+        let (tell, told) = mpsc::sync_channel(1);
+        let moved = Moved {
+            wire: body.len() as u64,
+            body: body.len() as u64,
+            copied_whole: true,
+        };
+        tell.send(Ended {
+            at: Instant::now(),
+            moved,
+            failure: None,
+        })
+        .unwrap();
+        keep(to_read, framing, limit, told)
+    }
+
+    #[test]
+    fn the_copy_is_read_up_to_the_recorders_limit_and_no_further() {
+        let body = vec![7u8; 5000];
+        let within = kept(&body, Framing::Length(5000), 5000);
+        assert_eq!(within.frames, vec![Bytes::from(body.clone())]);
+        assert_eq!(within.not_kept, None);
+        let over = kept(&body, Framing::Length(5000), 4999);
+        assert!(over.frames.is_empty());
+        assert_eq!(over.not_kept, Some(5000), "recorded by its size only");
+        // A length the EL claims is allocated ahead only up to 32 MiB (ahead by the claim,
+        // a terabyte under this limit would abort the process): the two bytes that came.
+        let forged = kept(b"{}", Framing::Length(u64::MAX), 1 << 40);
+        assert_eq!(forged.frames, vec![Bytes::from_static(b"{}")]);
     }
 
     #[test]
