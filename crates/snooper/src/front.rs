@@ -185,28 +185,15 @@ impl Front for SnooperFront {
         &self,
         request: Request<Incoming>,
     ) -> Result<Response<FrontBody>, Request<Incoming>> {
-        let path = request.uri().path();
-        if self.api_on_proxy_port && path.starts_with(API_PREFIX) {
-            return Ok(self.manage(request));
-        }
-        let Some(config) = self.config.upgrade() else {
-            return Err(request);
-        };
-        match self.flow.refuses(path, &config.control) {
-            Some(why) => Ok(self.refuse(&request, why)),
+        match self.claim(request.uri().path()) {
+            Some(Claim::Manage) => Ok(self.manage(request)),
+            Some(Claim::Refuse(why)) => Ok(self.refuse(&request, why)),
             None => Err(request),
         }
     }
 
     fn passes(&self, head: &Request<()>) -> bool {
-        let path = head.uri().path();
-        if self.api_on_proxy_port && path.starts_with(API_PREFIX) {
-            return false;
-        }
-        match self.config.upgrade() {
-            Some(config) => self.flow.refuses(path, &config.control).is_none(),
-            None => true,
-        }
+        self.claim(head.uri().path()).is_none()
     }
 
     fn observe(&self, exchange: Exchange) {
@@ -221,6 +208,26 @@ impl Front for SnooperFront {
                 );
             }
         }
+    }
+}
+
+/// Why the front answers a call itself.
+enum Claim {
+    /// One of rpc-snooper's management endpoints on the relay port.
+    Manage,
+    /// A call refused while the flow is stopped or its path blocked.
+    Refuse(api::Refused),
+}
+
+impl SnooperFront {
+    /// Whether the front answers a call to `path` itself, and why: the one decision behind
+    /// both [`Front::intercept`] and [`Front::passes`].
+    fn claim(&self, path: &str) -> Option<Claim> {
+        if self.api_on_proxy_port && path.starts_with(API_PREFIX) {
+            return Some(Claim::Manage);
+        }
+        let config = self.config.upgrade()?;
+        self.flow.refuses(path, &config.control).map(Claim::Refuse)
     }
 }
 
