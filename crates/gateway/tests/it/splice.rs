@@ -101,6 +101,20 @@ fn find(bytes: &[u8], what: &[u8]) -> Option<usize> {
     bytes.windows(what.len()).position(|w| w == what)
 }
 
+/// The rows `sql` selects from the records, each read by `row`.
+fn rows<T>(
+    db: &rusqlite::Connection,
+    sql: &str,
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Vec<T> {
+    let mut statement = db.prepare(sql).unwrap();
+    statement
+        .query_map([], row)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// One answer as the CL read it off the wire: its head as text, its body with its framing.
 struct RawAnswer {
     head: String,
@@ -220,15 +234,11 @@ async fn a_chunked_answer_goes_through_byte_for_byte_and_is_recorded_without_its
         );
     }
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(i64, String, i64)> = db
-        .prepare(
-            "SELECT error_code, error_message, response_bytes FROM calls ORDER BY arrival_unix_us",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows: Vec<(i64, String, i64)> = rows(
+        &db,
+        "SELECT error_code, error_message, response_bytes FROM calls ORDER BY arrival_unix_us",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    );
     let decoded = dechunked(&wire).len() as i64;
     assert_eq!(rows, vec![(-38001, "Unknown payload".into(), decoded); 2]);
 }
@@ -274,13 +284,11 @@ async fn a_large_answer_then_two_pipelined_calls_on_one_connection() {
         "one kept EL connection"
     );
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(i64, i64, i64)> = db
-        .prepare("SELECT error_code, length(error_message), response_bytes FROM calls ORDER BY response_bytes DESC")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows: Vec<(i64, i64, i64)> = rows(
+        &db,
+        "SELECT error_code, length(error_message), response_bytes FROM calls ORDER BY response_bytes DESC",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    );
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(
         rows[0].0, -38001,
@@ -362,13 +370,11 @@ async fn a_badly_chunked_answer_is_cut_recorded_as_the_els_fault_and_the_relay_g
         .expect("the next call is answered");
     assert!(got.head.starts_with("HTTP/1.1 200"));
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(String, String)> = db
-        .prepare("SELECT coalesce(error_side, '-'), coalesce(error_message, '-') FROM calls ORDER BY arrival_unix_us")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows: Vec<(String, String)> = rows(
+        &db,
+        "SELECT coalesce(error_side, '-'), coalesce(error_message, '-') FROM calls ORDER BY arrival_unix_us",
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    );
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(rows[0].0, "el");
     assert!(
@@ -423,13 +429,11 @@ async fn a_cl_that_leaves_mid_answer_is_recorded_as_gone_and_the_relay_goes_on()
         .expect("the next CL is answered");
     assert!(got.head.starts_with("HTTP/1.1 200"));
     let (db, _dir) = proxy.finish().await;
-    let rows: Vec<(String, String)> = db
-        .prepare("SELECT coalesce(error_side, '-'), coalesce(error_message, '-') FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows: Vec<(String, String)> = rows(
+        &db,
+        "SELECT coalesce(error_side, '-'), coalesce(error_message, '-') FROM calls ORDER BY seq",
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    );
     // Either may be recorded first: the cut answer is seen cut when the relay next writes.
     let mut rows = rows;
     rows.sort();
@@ -504,12 +508,8 @@ async fn a_connections_records_keep_the_order_of_its_calls() {
         }
     }
     let (db, _dir) = proxy.finish().await;
-    let codes: Vec<i64> = db
-        .prepare("SELECT error_code FROM calls ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let codes: Vec<i64> = rows(&db, "SELECT error_code FROM calls ORDER BY seq", |r| {
+        r.get(0)
+    });
     assert_eq!(codes, [-38001, -38002, -38001, -38002, -38001, -38002]);
 }
