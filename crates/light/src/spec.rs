@@ -6,7 +6,6 @@
 
 use alloy_primitives::B256;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::LightError;
 
@@ -372,11 +371,11 @@ impl ChainSpec {
     /// `compute_domain(DOMAIN_SYNC_COMMITTEE, fork_version, genesis_validators_root)`.
     pub fn sync_committee_domain(&self, fork_version: [u8; 4]) -> B256 {
         // fork_data_root = hash_tree_root(ForkData{version, root}): two leaves, the version
-        // padded to 32 bytes, then the root.
-        let mut fork_data = [0u8; 64];
-        fork_data[..4].copy_from_slice(&fork_version);
-        fork_data[32..].copy_from_slice(self.genesis_validators_root.as_slice());
-        let fork_data_root = Sha256::digest(fork_data);
+        // padded to 32 bytes, then the root, so one node hash (`hash_pair`: in WASM a twentieth
+        // of a cold account proof's verify went to sha2's hasher here).
+        let mut version = [0u8; 32];
+        version[..4].copy_from_slice(&fork_version);
+        let fork_data_root = crate::merkle::hash_pair(&version, &self.genesis_validators_root.0);
         let mut domain = [0u8; 32];
         domain[..4].copy_from_slice(&DOMAIN_SYNC_COMMITTEE);
         domain[4..].copy_from_slice(&fork_data_root[..28]);

@@ -10,7 +10,9 @@
 //! participation rule (2/3 of the committee by default) applies, the attested and finalized
 //! headers' execution branches are checked too (colibri checks neither). What does not live here: signatures of proof headers (`header`).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -232,70 +234,82 @@ impl SavedFormat {
         Ok(body)
     }
 
-    /// Period, committee and keys of one entry (with its digest, if the form has them).
-    fn read_entry(&self, entry: &[u8]) -> Result<(u64, Entry), String> {
-        let body = &entry[..entry.len() - self.digest_len()];
-        let period = u64::from_le_bytes(body[..8].try_into().unwrap_or_default());
-        if self.digest
-            && let Some(known) = READ_ENTRIES.find(entry)
-        {
-            return Ok((period, known));
+    /// Period, committee and keys of the entry at `at` of `saved`. An entry with a digest
+    /// that the process read before is known by its digest alone: its body is not read.
+    fn read_entry(&self, saved: &dyn SavedState, at: usize) -> Result<(u64, Entry), String> {
+        let end = at + self.entry();
+        let digest = self.digest.then(|| saved.read(end - DIGEST..end));
+        if let Some(known) = digest.as_deref().and_then(|d| READ_ENTRIES.find(d)) {
+            return Ok(known);
         }
-        let body = self.checked(entry)?;
+        let entry = saved.read(at..end);
+        let body = self.checked(&entry)?;
+        let period = u64::from_le_bytes(body[..8].try_into().unwrap_or_default());
         let committee = SyncCommittee::from_ssz_bytes(&body[8..8 + COMMITTEE_SSZ])
             .map_err(|e| format!("{e:?}"))?;
         let keys = (self.load)(&committee, period, &body[8 + COMMITTEE_SSZ..])
             .map_err(|e| e.to_string())?;
         let read = Arc::new((committee, keys));
-        if self.digest {
-            READ_ENTRIES.add(entry, &read);
+        if let Some(digest) = digest {
+            READ_ENTRIES.add(&digest, period, &read);
         }
         Ok((period, read))
     }
 }
 
-/// Entries of the current form read before in this process, with their keys, newest last:
-/// the same bytes again (a verifier made anew from the same state) cost a comparison, not a
-/// digest. Safe whatever the state: equal bytes were checked once and give the same keys.
-struct ReadEntries(Mutex<VecDeque<(Vec<u8>, Entry)>>);
+/// Saved trust state, read in parts: bytes in memory, or bytes the caller holds elsewhere (the
+/// WASM package's JS array). A verifier made anew from a state the process read before reads
+/// its head and each entry's digest, not the entries' 74 kB bodies (copying them into WASM
+/// and comparing them was a third of such a verifier's making in Node).
+pub trait SavedState {
+    /// Its length in bytes.
+    fn len(&self) -> usize;
+    /// Whether it has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The bytes of `range`, which lies within [`SavedState::len`].
+    fn read(&self, range: Range<usize>) -> Cow<'_, [u8]>;
+}
+
+impl SavedState for &[u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+
+    fn read(&self, range: Range<usize>) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self[range])
+    }
+}
+
+/// Entries of the current form read before in this process, by the SHA-256 their body was
+/// checked against, with their period and keys, newest last. Knowing an entry by its digest
+/// is as safe as comparing its bytes: a body that hashes to a known digest is the body read
+/// before (SHA-256 is collision-resistant), and a damaged body under an intact digest gets the
+/// keys the undamaged one gave.
+struct ReadEntries(Mutex<VecDeque<([u8; DIGEST], u64, Entry)>>);
 
 /// The process's one record of entries read.
 static READ_ENTRIES: ReadEntries = ReadEntries(Mutex::new(VecDeque::new()));
 
 impl ReadEntries {
-    fn find(&self, entry: &[u8]) -> Option<Entry> {
+    fn find(&self, digest: &[u8]) -> Option<(u64, Entry)> {
         let entries = self.0.lock().ok()?;
-        let found = entries.iter().find(|(bytes, _)| same_bytes(bytes, entry));
-        found.map(|(_, read)| Arc::clone(read))
+        let found = entries.iter().find(|(known, ..)| known[..] == *digest);
+        found.map(|(_, period, read)| (*period, Arc::clone(read)))
     }
 
-    fn add(&self, entry: &[u8], read: &Entry) {
+    fn add(&self, digest: &[u8], period: u64, read: &Entry) {
+        let Ok(digest) = <[u8; DIGEST]>::try_from(digest) else {
+            return;
+        };
         if let Ok(mut entries) = self.0.lock() {
             if entries.len() == MAX_PERIODS {
                 entries.pop_front();
             }
-            entries.push_back((entry.to_vec(), Arc::clone(read)));
+            entries.push_back((digest, period, Arc::clone(read)));
         }
     }
-}
-
-/// Whether `a` and `b` hold the same bytes, compared eight at a time. Slice equality calls
-/// `memcmp`, which on wasm32 is compiler-builtins' byte-by-byte loop: comparing a 74 kB entry
-/// was most of the time a verifier made from saved state took in Node.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let ((wa, ra), (wb, rb)) = (a.as_chunks::<8>(), b.as_chunks::<8>());
-    if wa.len() != wb.len() || ra != rb {
-        return false;
-    }
-    // Indexed: at opt-level "z" an iterator's `next` stays a call per word.
-    let mut i = 0;
-    while i < wa.len() {
-        if u64::from_ne_bytes(wa[i]) != u64::from_ne_bytes(wb[i]) {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// The saved file, bounded by the most entries it can hold.
@@ -500,37 +514,49 @@ impl TrustedState {
     /// checked against their committees), for chain `spec`; a state that does not read back
     /// whole is refused.
     pub fn from_bytes(spec: ChainSpec, bytes: &[u8]) -> Result<TrustedState, String> {
+        let mut state = TrustedState::new(spec);
+        state.load_saved(&bytes)?;
+        Ok(state)
+    }
+
+    /// Takes the checkpoint and committee keys of `saved` (what [`TrustedState::to_bytes`]
+    /// wrote, or the earlier form) in place of this state's; a state that does not read back
+    /// whole is refused and leaves this one as it was.
+    pub fn load_saved(&mut self, saved: &dyn SavedState) -> Result<(), String> {
+        let len = saved.len();
+        // The head of either form in one read (each read of a JS array crosses into JS).
+        let start = saved.read(0..len.min(SAVED_V2.head().max(SAVED_V1.head())));
         let format = [&SAVED_V2, &SAVED_V1]
             .into_iter()
-            .find(|f| bytes.starts_with(f.magic))
+            .find(|f| start.starts_with(f.magic))
             .ok_or("not a saved sszgate proof trust state")?;
         let (min, max) = (format.head(), format.max());
-        if bytes.len() < min || bytes.len() > max {
+        if len < min || len > max {
             return Err(format!(
-                "{} bytes of saved trust, {min} to {max} expected",
-                bytes.len()
+                "{len} bytes of saved trust, {min} to {max} expected"
             ));
         }
-        let (head, mut rest) = bytes.split_at(min);
-        let head = format.checked(head).map_err(|e| format!("head: {e}"))?;
-        let mut state = TrustedState::new(spec);
-        if head[8] == 1 {
-            state.checkpoint = Some(B256::from_slice(&head[9..41]));
+        let head = format
+            .checked(&start[..min])
+            .map_err(|e| format!("head: {e}"))?;
+        let count = usize::from(head[41]);
+        let expected = min + count * format.entry();
+        if len < expected {
+            return Err(format!("entry {} truncated", (len - min) / format.entry()));
         }
-        for i in 0..head[41] {
-            let entry = rest
-                .get(..format.entry())
-                .ok_or_else(|| format!("entry {i} truncated"))?;
+        if len > expected {
+            return Err(format!("{} bytes after the last entry", len - expected));
+        }
+        let mut committees = Committees::default();
+        for i in 0..count {
             let (period, read) = format
-                .read_entry(entry)
+                .read_entry(saved, min + i * format.entry())
                 .map_err(|e| format!("entry {i}: {e}"))?;
-            state.committees.insert(period, read);
-            rest = &rest[format.entry()..];
+            committees.insert(period, read);
         }
-        if !rest.is_empty() {
-            return Err(format!("{} bytes after the last entry", rest.len()));
-        }
-        Ok(state)
+        self.checkpoint = (head[8] == 1).then(|| B256::from_slice(&head[9..41]));
+        self.committees = committees;
+        Ok(())
     }
 
     /// Applies a proof's sync data: its bootstrap (needs the checkpoint) and its updates, in
@@ -640,35 +666,4 @@ impl TrustedState {
 /// Whether an update carries a finalized header (a finality branch that is not all zeros).
 fn is_finality_update<C: Unsigned, F: Unsigned>(u: &LightClientUpdateSsz<C, F>) -> bool {
     u.finality_branch.iter().any(|n| !n.is_zero())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_bytes;
-
-    /// Agrees with slice equality on every length around a word (0–17 bytes, and a saved
-    /// entry's length), whichever byte differs, and on slices of different lengths.
-    #[test]
-    fn same_bytes_is_slice_equality() {
-        for len in (0..=17).chain([73_986]) {
-            let a: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
-            assert!(same_bytes(&a, &a.clone()), "len {len}");
-            for at in 0..len.min(17) {
-                for flip in [1u8, 0x80] {
-                    let mut b = a.clone();
-                    b[at] ^= flip;
-                    assert!(!same_bytes(&a, &b), "len {len}, byte {at}");
-                }
-            }
-            if len > 0 {
-                let mut b = a.clone();
-                b[len - 1] ^= 1;
-                assert!(!same_bytes(&a, &b), "len {len}, last byte");
-                assert!(!same_bytes(&a, &a[..len - 1]), "len {len} against one less");
-            }
-            let mut longer = a.clone();
-            longer.push(0);
-            assert!(!same_bytes(&a, &longer), "len {len} against one more");
-        }
-    }
 }

@@ -7,8 +7,11 @@
 //! Not here: fetching proofs (the package's provider), the clock (the package passes
 //! `Date.now()` unless the options fix it).
 
-use js_sys::{Error, Reflect};
-use sszgate_verifier::{Verifier, VerifierError};
+use std::borrow::Cow;
+use std::ops::Range;
+
+use js_sys::{Error, Reflect, Uint8Array};
+use sszgate_verifier::{SavedState, Verifier, VerifierError};
 use wasm_bindgen::prelude::*;
 
 /// A JS `Error` for `e`, with `check` set when a check failed.
@@ -24,6 +27,25 @@ fn js_error(e: VerifierError) -> JsValue {
     error.into()
 }
 
+/// Saved state in a JS array, read in parts: a verifier made anew from a state this module
+/// read before copies its head and digests into WASM, not its entries (74 kB each).
+struct JsSaved {
+    array: Uint8Array,
+    len: usize,
+}
+
+impl SavedState for JsSaved {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&self, range: Range<usize>) -> Cow<'_, [u8]> {
+        // Within `len` (the trait's promise), so within a JS array's u32 length.
+        let part = self.array.subarray(range.start as u32, range.end as u32);
+        Cow::Owned(part.to_vec())
+    }
+}
+
 /// A proof verifier holding the committee keys it has learned.
 #[wasm_bindgen]
 pub struct WasmVerifier(Verifier);
@@ -32,8 +54,12 @@ pub struct WasmVerifier(Verifier);
 impl WasmVerifier {
     /// A verifier from `options` (JSON text) and an optional saved `state`.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: &str, state: Option<Vec<u8>>) -> Result<WasmVerifier, JsValue> {
-        Verifier::new(options, state.as_deref())
+    pub fn new(options: &str, state: Option<Uint8Array>) -> Result<WasmVerifier, JsValue> {
+        let saved = state.map(|array| JsSaved {
+            len: array.length() as usize,
+            array,
+        });
+        Verifier::with_saved(options, saved.as_ref().map(|s| s as &dyn SavedState))
             .map(WasmVerifier)
             .map_err(js_error)
     }

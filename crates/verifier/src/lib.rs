@@ -11,6 +11,8 @@
 //! Not here: fetching proofs (the JS package's provider and the C caller do that), bindings
 //! (`sszgate-verifier-wasm`, `sszgate-verifier-c`).
 
+use std::sync::Mutex;
+
 use alloy_primitives::B256;
 use serde_json::Value;
 use sszgate_exec::{ForkSchedule, parse_bpo};
@@ -18,6 +20,9 @@ use sszgate_light::{ChainSpec, ParticipationPolicy};
 use sszgate_proof::tags::Clock;
 use sszgate_proof::trust::known_chain_id;
 use sszgate_proof::{ProofError, TrustedState};
+
+/// Saved trust state read in parts: [`Verifier::with_saved`] takes one.
+pub use sszgate_proof::trust::SavedState;
 
 /// Why a verifier could not be made, or an answer was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,52 +118,107 @@ fn number(options: &Value, key: &str) -> Result<Option<u64>, VerifierError> {
     }
 }
 
+/// What a verifier's options resolve to: the trust it starts from (chain, fork table, rules;
+/// no keys), the checkpoint they name and the fixed clock.
+#[derive(Debug, Clone)]
+struct Resolved {
+    trust: TrustedState,
+    checkpoint: Option<B256>,
+    fixed_now: Option<u64>,
+}
+
+/// The options resolved last, by their text. An application makes its verifiers with the same
+/// options, and resolving them (their JSON, the chain's parameters, the fork table twice) was
+/// a sixth of a verifier's making from saved state in Node.
+static LAST_OPTIONS: Mutex<Option<(String, Resolved)>> = Mutex::new(None);
+
+/// `options` resolved, from [`LAST_OPTIONS`] when they are the same text.
+fn resolve(options: &str) -> Result<Resolved, VerifierError> {
+    if let Ok(last) = LAST_OPTIONS.lock()
+        && let Some((text, resolved)) = &*last
+        && text == options
+    {
+        return Ok(resolved.clone());
+    }
+    let resolved = resolve_anew(options)?;
+    if let Ok(mut last) = LAST_OPTIONS.lock() {
+        *last = Some((options.to_string(), resolved.clone()));
+    }
+    Ok(resolved)
+}
+
+/// `options` (JSON text) read and checked.
+fn resolve_anew(options: &str) -> Result<Resolved, VerifierError> {
+    let options: Value = serde_json::from_str(options).map_err(option_err)?;
+    if !options.is_object() {
+        return Err(option_err("an object expected"));
+    }
+    let (spec, chain_id, forks) = chain(&options["network"])?;
+    let mut trust = TrustedState::new(spec);
+    let checkpoint = match &options["checkpoint"] {
+        Value::Null => None,
+        Value::String(hex) => Some(
+            hex.parse()
+                .map_err(|e| option_err(format!("checkpoint: {e}")))?,
+        ),
+        _ => return Err(option_err("checkpoint: a 0x-prefixed block root expected")),
+    };
+    trust.chain_id = chain_id;
+    trust.forks = forks;
+    if let Some(age) = number(&options, "maxHeadAge")? {
+        trust.freshness.max_head_age = age;
+    }
+    if let Some(min) = number(&options, "minParticipation")? {
+        let policy = ParticipationPolicy::new(min as usize).map_err(option_err)?;
+        trust = trust.with_participation(policy);
+    }
+    match &options["acceptIncompleteLogs"] {
+        Value::Null => {}
+        Value::Bool(accept) => trust.accept_incomplete_logs = *accept,
+        _ => return Err(option_err("acceptIncompleteLogs: true or false expected")),
+    }
+    let fixed_now = number(&options, "now")?;
+    Ok(Resolved {
+        trust,
+        checkpoint,
+        fixed_now,
+    })
+}
+
 impl Verifier {
     /// A verifier made from `options` (JSON: `network`, `checkpoint`, `now`, `maxHeadAge`,
     /// `minParticipation`, `acceptIncompleteLogs`: take eth_getLogs in colibri's form, which
-    /// cannot show that no block was left out, as `sszgate rpc --accept-incomplete-logs`) and, when given, a `state` saved by [`Verifier::save_state`]. It
-    /// needs a checkpoint or a state: without either it could trust nothing.
+    /// cannot show that no block was left out, as `sszgate rpc --accept-incomplete-logs`) and,
+    /// when given, a `state` saved by [`Verifier::save_state`]. It needs a checkpoint or a
+    /// state: without either it could trust nothing.
     pub fn new(options: &str, state: Option<&[u8]>) -> Result<Verifier, VerifierError> {
-        let options: Value = serde_json::from_str(options).map_err(option_err)?;
-        if !options.is_object() {
-            return Err(option_err("an object expected"));
+        Verifier::with_saved(options, state.as_ref().map(|s| s as &dyn SavedState))
+    }
+
+    /// [`Verifier::new`] with the saved state read in parts (the WASM package reads a JS
+    /// array's entries only when the process has not read them before).
+    pub fn with_saved(
+        options: &str,
+        state: Option<&dyn SavedState>,
+    ) -> Result<Verifier, VerifierError> {
+        let Resolved {
+            mut trust,
+            checkpoint,
+            fixed_now,
+        } = resolve(options)?;
+        if let Some(saved) = state {
+            trust
+                .load_saved(saved)
+                .map_err(|e| option_err(format!("state: {e}")))?;
         }
-        let (spec, chain_id, forks) = chain(&options["network"])?;
-        let mut trust = match state {
-            Some(bytes) => TrustedState::from_bytes(spec, bytes)
-                .map_err(|e| option_err(format!("state: {e}")))?,
-            None => TrustedState::new(spec),
-        };
-        match &options["checkpoint"] {
-            Value::Null => {}
-            Value::String(hex) => {
-                let root: B256 = hex
-                    .parse()
-                    .map_err(|e| option_err(format!("checkpoint: {e}")))?;
-                trust.checkpoint = Some(root);
-            }
-            _ => return Err(option_err("checkpoint: a 0x-prefixed block root expected")),
+        if checkpoint.is_some() {
+            trust.checkpoint = checkpoint;
         }
         if trust.checkpoint.is_none() && trust.periods().is_empty() {
             return Err(option_err(
                 "a checkpoint (a trusted finalized beacon block root) or a saved state is needed",
             ));
         }
-        trust.chain_id = chain_id;
-        trust.forks = forks;
-        if let Some(age) = number(&options, "maxHeadAge")? {
-            trust.freshness.max_head_age = age;
-        }
-        if let Some(min) = number(&options, "minParticipation")? {
-            let policy = ParticipationPolicy::new(min as usize).map_err(option_err)?;
-            trust = trust.with_participation(policy);
-        }
-        match &options["acceptIncompleteLogs"] {
-            Value::Null => {}
-            Value::Bool(accept) => trust.accept_incomplete_logs = *accept,
-            _ => return Err(option_err("acceptIncompleteLogs: true or false expected")),
-        }
-        let fixed_now = number(&options, "now")?;
         Ok(Verifier { trust, fixed_now })
     }
 
@@ -216,3 +276,27 @@ impl Verifier {
 
 /// The methods a proof can answer; any other is refused, never passed through.
 pub const METHODS: &[&str] = sszgate_proof::verify::METHODS;
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    /// The options resolved last are reused only for the same text: other options in between
+    /// and then the first again each get their own values.
+    #[test]
+    fn options_are_resolved_by_their_text() {
+        let a = r#"{"network":"mainnet","maxHeadAge":7,"now":11}"#;
+        let b = r#"{"network":"sepolia","maxHeadAge":9}"#;
+        for (text, age, chain_id, now) in [
+            (a, 7, 1, Some(11)),
+            (b, 9, 11_155_111, None),
+            (a, 7, 1, Some(11)),
+        ] {
+            let resolved = resolve(text).unwrap();
+            assert_eq!(resolved.trust.freshness.max_head_age, age, "{text}");
+            assert_eq!(resolved.trust.chain_id, chain_id, "{text}");
+            assert_eq!(resolved.fixed_now, now, "{text}");
+        }
+        assert!(resolve(r#"{"network":"mainnet","maxHeadAge":-1}"#).is_err());
+    }
+}
