@@ -158,14 +158,15 @@ build() {
   cargo build -q "${args[@]}" --target-dir "target/$name"
   local so="target/$name/floor/libfloor.so"
   CC_wasm32_unknown_unknown=clang AR_wasm32_unknown_unknown=llvm-ar \
-    cargo build -q "${args[@]}" --target wasm32-unknown-unknown --target-dir "target/$name"
+    cargo build -q "${args[@]}" --target wasm32-unknown-unknown --target-dir "target/$name" \
+    --config 'target.wasm32-unknown-unknown.rustflags=["-Ctarget-feature=+simd128"]'
   # Through wasm-bindgen as the package is (getrandom's JS source links wasm-bindgen's
   # descriptors, which only its CLI takes out), then wasm-opt.
   wasm-bindgen --target web --out-dir "target/$name/bindgen" \
     "target/$name/wasm32-unknown-unknown/floor/floor.wasm"
   local wasm="target/$name/bindgen/floor_bg.wasm"
   "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals "$wasm" -o "$wasm.opt"
+    --enable-mutable-globals --enable-simd "$wasm" -o "$wasm.opt"
   echo "$name x86-64 $(size "$so") wasm32 $(size "$wasm.opt")"
 }
 build std ""
