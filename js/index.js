@@ -4,9 +4,10 @@
 // and returns only verified answers. Nothing here trusts the prover: every answer comes out of
 // the WASM verifier or is an error.
 
-import init, { WasmVerifier, methods } from './wasm/sszgate_verifier_wasm.js';
+import init, { WasmOptions, WasmVerifier, methods } from './wasm/sszgate_verifier_wasm.js';
 
 let loading;
+let loaded = false;
 
 /** Loads the WASM module once: from disk in Node, by URL in a browser (no network needed
  *  beyond the package's own files). */
@@ -20,6 +21,7 @@ function load() {
       } else {
         await init({ module_or_path: url });
       }
+      loaded = true;
     })();
   }
   return loading;
@@ -31,22 +33,22 @@ export async function supportedMethods() {
   return JSON.parse(methods());
 }
 
-// The clock (`now`) is not among them: it goes with each verify, so that verifiers made with
-// the same options send the same text, which the WASM side resolves once.
-// The last text is kept by its fields: writing it was a fifth of a verifier's making from
-// saved state. Only for a network named by a string (an object could change in between).
+// The options read by the WASM side, kept for the next verifier made with the same fields:
+// writing and reading them anew (JSON, the chain's parameters and fork table) was a fifth of a
+// verifier's making from saved state. Only for a network named by a string (an object could
+// change in between). The clock (`now`) is not among them: it goes with each verify.
 let lastOptions = null;
-function optionsJson(options) {
+function readOptions(options) {
   const { network = 'mainnet', checkpoint, maxHeadAge, minParticipation, acceptIncompleteLogs } = options;
   const last = lastOptions;
   if (last && typeof network === 'string' && last.network === network && last.checkpoint === checkpoint
     && last.maxHeadAge === maxHeadAge && last.minParticipation === minParticipation
     && last.acceptIncompleteLogs === acceptIncompleteLogs) {
-    return last.text;
+    return last.read;
   }
-  const text = JSON.stringify({ network, checkpoint, maxHeadAge, minParticipation, acceptIncompleteLogs });
-  lastOptions = { network, checkpoint, maxHeadAge, minParticipation, acceptIncompleteLogs, text };
-  return text;
+  const read = new WasmOptions(JSON.stringify({ network, checkpoint, maxHeadAge, minParticipation, acceptIncompleteLogs }));
+  lastOptions = { network, checkpoint, maxHeadAge, minParticipation, acceptIncompleteLogs, read };
+  return read;
 }
 
 function bytes(value, what) {
@@ -61,10 +63,20 @@ function bytes(value, what) {
  * saved by `saveState()`; optionally `now` (Unix seconds: fixes the clock, for replays),
  * `maxHeadAge`, `minParticipation`.
  */
-export async function createVerifier(options = {}) {
-  await load();
+export function createVerifier(options = {}) {
+  // Made synchronously when the module is loaded (an async function's own steps showed in a
+  // verifier's making from saved state); errors are rejections either way.
+  if (!loaded) return load().then(() => makeVerifier(options));
+  try {
+    return Promise.resolve(makeVerifier(options));
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+function makeVerifier(options) {
   const state = options.state === undefined ? undefined : bytes(options.state, 'state');
-  const inner = new WasmVerifier(optionsJson(options), state);
+  const inner = new WasmVerifier(readOptions(options), state);
   const fixedNow = options.now;
   if (fixedNow !== undefined && !(Number.isSafeInteger(fixedNow) && fixedNow >= 0)) {
     throw new Error('options: now: a non-negative integer expected');

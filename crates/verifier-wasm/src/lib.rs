@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use js_sys::{Error, Reflect, Uint8Array};
-use sszgate_verifier::{SavedState, Verifier, VerifierError};
+use sszgate_verifier::{Options, SavedState, Verifier, VerifierError};
 use wasm_bindgen::prelude::*;
 
 /// A JS `Error` for `e`, with `check` set when a check failed.
@@ -46,20 +46,34 @@ impl SavedState for JsSaved {
     }
 }
 
+/// A verifier's options, read once (the package keeps the last one and makes its verifiers
+/// with it).
+#[wasm_bindgen]
+pub struct WasmOptions(Options);
+
+#[wasm_bindgen]
+impl WasmOptions {
+    /// Reads `options` (JSON text).
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: &str) -> Result<WasmOptions, JsValue> {
+        Options::parse(options).map(WasmOptions).map_err(js_error)
+    }
+}
+
 /// A proof verifier holding the committee keys it has learned.
 #[wasm_bindgen]
 pub struct WasmVerifier(Verifier);
 
 #[wasm_bindgen]
 impl WasmVerifier {
-    /// A verifier from `options` (JSON text) and an optional saved `state`.
+    /// A verifier from `options` (read by [`WasmOptions`]) and an optional saved `state`.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: &str, state: Option<Uint8Array>) -> Result<WasmVerifier, JsValue> {
+    pub fn new(options: &WasmOptions, state: Option<Uint8Array>) -> Result<WasmVerifier, JsValue> {
         let saved = state.map(|array| JsSaved {
             len: array.length() as usize,
             array,
         });
-        Verifier::with_saved(options, saved.as_ref().map(|s| s as &dyn SavedState))
+        Verifier::with_options(&options.0, saved.as_ref().map(|s| s as &dyn SavedState))
             .map(WasmVerifier)
             .map_err(js_error)
     }

@@ -11,8 +11,6 @@
 //! Not here: fetching proofs (the JS package's provider and the C caller do that), bindings
 //! (`sszgate-verifier-wasm`, `sszgate-verifier-c`).
 
-use std::sync::Mutex;
-
 use alloy_primitives::B256;
 use serde_json::Value;
 use sszgate_exec::{ForkSchedule, parse_bpo};
@@ -21,7 +19,7 @@ use sszgate_proof::tags::Clock;
 use sszgate_proof::trust::known_chain_id;
 use sszgate_proof::{ProofError, TrustedState};
 
-/// Saved trust state read in parts: [`Verifier::with_saved`] takes one.
+/// Saved trust state read in parts: [`Verifier::with_options`] takes one.
 pub use sszgate_proof::trust::SavedState;
 
 /// Why a verifier could not be made, or an answer was refused.
@@ -118,71 +116,57 @@ fn number(options: &Value, key: &str) -> Result<Option<u64>, VerifierError> {
     }
 }
 
-/// What a verifier's options resolve to: the trust it starts from (chain, fork table, rules;
-/// no keys), the checkpoint they name and the fixed clock.
+/// A verifier's options, read and checked once: the trust a verifier starts from (chain, fork
+/// table, rules; no keys), the checkpoint they name and the fixed clock. An application that
+/// makes many verifiers with the same options keeps one (the WASM package does: reading them
+/// anew, JSON and the chain's parameters and fork table, was a sixth of a verifier's making
+/// from saved state in Node).
 #[derive(Debug, Clone)]
-struct Resolved {
+pub struct Options {
     trust: TrustedState,
     checkpoint: Option<B256>,
     fixed_now: Option<u64>,
 }
 
-/// The options resolved last, by their text. An application makes its verifiers with the same
-/// options, and resolving them (their JSON, the chain's parameters, the fork table twice) was
-/// a sixth of a verifier's making from saved state in Node.
-static LAST_OPTIONS: Mutex<Option<(String, Resolved)>> = Mutex::new(None);
-
-/// `options` resolved, from [`LAST_OPTIONS`] when they are the same text.
-fn resolve(options: &str) -> Result<Resolved, VerifierError> {
-    if let Ok(last) = LAST_OPTIONS.lock()
-        && let Some((text, resolved)) = &*last
-        && text == options
-    {
-        return Ok(resolved.clone());
+impl Options {
+    /// Reads `options` (JSON text: `network`, `checkpoint`, `now`, `maxHeadAge`,
+    /// `minParticipation`, `acceptIncompleteLogs`; see [`Verifier::new`]).
+    pub fn parse(options: &str) -> Result<Options, VerifierError> {
+        let options: Value = serde_json::from_str(options).map_err(option_err)?;
+        if !options.is_object() {
+            return Err(option_err("an object expected"));
+        }
+        let (spec, chain_id, forks) = chain(&options["network"])?;
+        let mut trust = TrustedState::new(spec);
+        let checkpoint = match &options["checkpoint"] {
+            Value::Null => None,
+            Value::String(hex) => Some(
+                hex.parse()
+                    .map_err(|e| option_err(format!("checkpoint: {e}")))?,
+            ),
+            _ => return Err(option_err("checkpoint: a 0x-prefixed block root expected")),
+        };
+        trust.chain_id = chain_id;
+        trust.forks = forks;
+        if let Some(age) = number(&options, "maxHeadAge")? {
+            trust.freshness.max_head_age = age;
+        }
+        if let Some(min) = number(&options, "minParticipation")? {
+            let policy = ParticipationPolicy::new(min as usize).map_err(option_err)?;
+            trust = trust.with_participation(policy);
+        }
+        match &options["acceptIncompleteLogs"] {
+            Value::Null => {}
+            Value::Bool(accept) => trust.accept_incomplete_logs = *accept,
+            _ => return Err(option_err("acceptIncompleteLogs: true or false expected")),
+        }
+        let fixed_now = number(&options, "now")?;
+        Ok(Options {
+            trust,
+            checkpoint,
+            fixed_now,
+        })
     }
-    let resolved = resolve_anew(options)?;
-    if let Ok(mut last) = LAST_OPTIONS.lock() {
-        *last = Some((options.to_string(), resolved.clone()));
-    }
-    Ok(resolved)
-}
-
-/// `options` (JSON text) read and checked.
-fn resolve_anew(options: &str) -> Result<Resolved, VerifierError> {
-    let options: Value = serde_json::from_str(options).map_err(option_err)?;
-    if !options.is_object() {
-        return Err(option_err("an object expected"));
-    }
-    let (spec, chain_id, forks) = chain(&options["network"])?;
-    let mut trust = TrustedState::new(spec);
-    let checkpoint = match &options["checkpoint"] {
-        Value::Null => None,
-        Value::String(hex) => Some(
-            hex.parse()
-                .map_err(|e| option_err(format!("checkpoint: {e}")))?,
-        ),
-        _ => return Err(option_err("checkpoint: a 0x-prefixed block root expected")),
-    };
-    trust.chain_id = chain_id;
-    trust.forks = forks;
-    if let Some(age) = number(&options, "maxHeadAge")? {
-        trust.freshness.max_head_age = age;
-    }
-    if let Some(min) = number(&options, "minParticipation")? {
-        let policy = ParticipationPolicy::new(min as usize).map_err(option_err)?;
-        trust = trust.with_participation(policy);
-    }
-    match &options["acceptIncompleteLogs"] {
-        Value::Null => {}
-        Value::Bool(accept) => trust.accept_incomplete_logs = *accept,
-        _ => return Err(option_err("acceptIncompleteLogs: true or false expected")),
-    }
-    let fixed_now = number(&options, "now")?;
-    Ok(Resolved {
-        trust,
-        checkpoint,
-        fixed_now,
-    })
 }
 
 impl Verifier {
@@ -192,34 +176,35 @@ impl Verifier {
     /// when given, a `state` saved by [`Verifier::save_state`]. It needs a checkpoint or a
     /// state: without either it could trust nothing.
     pub fn new(options: &str, state: Option<&[u8]>) -> Result<Verifier, VerifierError> {
-        Verifier::with_saved(options, state.as_ref().map(|s| s as &dyn SavedState))
+        let saved = state.as_ref().map(|s| s as &dyn SavedState);
+        Verifier::with_options(&Options::parse(options)?, saved)
     }
 
-    /// [`Verifier::new`] with the saved state read in parts (the WASM package reads a JS
-    /// array's entries only when the process has not read them before).
-    pub fn with_saved(
-        options: &str,
+    /// [`Verifier::new`] with options read before, and the saved state read in parts (the
+    /// WASM package reads a JS array's entries only when the process has not read them
+    /// before).
+    pub fn with_options(
+        options: &Options,
         state: Option<&dyn SavedState>,
     ) -> Result<Verifier, VerifierError> {
-        let Resolved {
-            mut trust,
-            checkpoint,
-            fixed_now,
-        } = resolve(options)?;
+        let mut trust = options.trust.clone();
         if let Some(saved) = state {
             trust
                 .load_saved(saved)
                 .map_err(|e| option_err(format!("state: {e}")))?;
         }
-        if checkpoint.is_some() {
-            trust.checkpoint = checkpoint;
+        if options.checkpoint.is_some() {
+            trust.checkpoint = options.checkpoint;
         }
         if trust.checkpoint.is_none() && trust.periods().is_empty() {
             return Err(option_err(
                 "a checkpoint (a trusted finalized beacon block root) or a saved state is needed",
             ));
         }
-        Ok(Verifier { trust, fixed_now })
+        Ok(Verifier {
+            trust,
+            fixed_now: options.fixed_now,
+        })
     }
 
     /// Verifies `proof` for `method(params)` (params as JSON text, a list) at `now` (Unix
@@ -279,24 +264,23 @@ pub const METHODS: &[&str] = sszgate_proof::verify::METHODS;
 
 #[cfg(test)]
 mod tests {
-    use super::resolve;
+    use super::Options;
 
-    /// The options resolved last are reused only for the same text: other options in between
-    /// and then the first again each get their own values.
+    /// Each option is read into the value a verifier starts from.
     #[test]
-    fn options_are_resolved_by_their_text() {
+    fn options_are_read_into_the_trust_a_verifier_starts_from() {
         let a = r#"{"network":"mainnet","maxHeadAge":7,"now":11}"#;
-        let b = r#"{"network":"sepolia","maxHeadAge":9}"#;
-        for (text, age, chain_id, now) in [
-            (a, 7, 1, Some(11)),
-            (b, 9, 11_155_111, None),
-            (a, 7, 1, Some(11)),
-        ] {
-            let resolved = resolve(text).unwrap();
-            assert_eq!(resolved.trust.freshness.max_head_age, age, "{text}");
-            assert_eq!(resolved.trust.chain_id, chain_id, "{text}");
-            assert_eq!(resolved.fixed_now, now, "{text}");
+        let b = r#"{"network":"sepolia","maxHeadAge":9,"acceptIncompleteLogs":true}"#;
+        for (text, age, chain_id, now, incomplete) in
+            [(a, 7, 1, Some(11), false), (b, 9, 11_155_111, None, true)]
+        {
+            let options = Options::parse(text).unwrap();
+            assert_eq!(options.trust.freshness.max_head_age, age, "{text}");
+            assert_eq!(options.trust.chain_id, chain_id, "{text}");
+            assert_eq!(options.trust.accept_incomplete_logs, incomplete, "{text}");
+            assert_eq!(options.fixed_now, now, "{text}");
         }
-        assert!(resolve(r#"{"network":"mainnet","maxHeadAge":-1}"#).is_err());
+        let err = Options::parse(r#"{"network":"mainnet","maxHeadAge":-1}"#).unwrap_err();
+        assert!(err.to_string().contains("maxHeadAge"), "{err}");
     }
 }
