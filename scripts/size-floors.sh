@@ -12,9 +12,11 @@
 #   ecdsa   k256: a transaction's sender recovered from its signature, and keccak-256
 #   evm     revm 43 with the verifier's precompile backends: one call run over an in-memory
 #           state, as eth_call's proof is run
-# Each line gives the part set, the x86-64 `.so` bytes and the wasm32 module's bytes. The
-# sizes say which of issue 31's size targets any build with these crates can reach: a part
-# set whose floor is over a target leaves no room for the verifier itself.
+# Each line gives the part set, the x86-64 `.so` bytes and the wasm32 module's bytes; then the
+# x86-64 `.so` of each part set built without std (`#![no_std]`, libc's allocator, a panic
+# that aborts, blst's no_std build through its build script's BLST_TEST_NO_STD, revm without
+# its `std` feature): the least a C library with these crates can weigh. The sizes say which
+# of issue 31's size targets any build with these crates can reach.
 #
 # usage: scripts/size-floors.sh   (needs clang and llvm-ar for blst's C on wasm32, and the
 #        wasm-opt that scripts/build-js.sh installs under target/js/tools)
@@ -38,13 +40,15 @@ crate-type = ["cdylib"]
 blst = { version = "=0.3.17", optional = true }
 k256 = { version = "=0.13.4", optional = true, default-features = false, features = ["ecdsa"] }
 tiny-keccak = { version = "2", optional = true, features = ["keccak"] }
-revm = { version = "=43.0.3", optional = true, default-features = false, features = ["std", "blst", "bn", "optional_balance_check", "optional_no_base_fee", "optional_fee_charge", "optional_block_gas_limit", "optional_eip3607"] }
+revm = { version = "=43.0.3", optional = true, default-features = false, features = ["blst", "bn", "optional_balance_check", "optional_no_base_fee", "optional_fee_charge", "optional_block_gas_limit", "optional_eip3607"] }
 [target.'cfg(target_arch = "wasm32")'.dependencies]
 getrandom = { version = "0.2", features = ["js"] }
 # the wasm-bindgen CLI that scripts/build-js.sh installs reads only its own version
 wasm-bindgen = "=0.2.105"
 js-sys = "=0.3.82"
 [features]
+std = ["revm?/std"]
+nostd = []
 bls = ["dep:blst"]
 ecdsa = ["dep:k256", "dep:tiny-keccak"]
 evm = ["dep:revm"]
@@ -62,12 +66,49 @@ panic = "unwind"
 TOML
 cat >"$dir/src/lib.rs" <<'RUST'
 //! One exported function per part, reading its input from the caller's memory so that the
-//! optimiser keeps the whole of what the verifier uses.
+//! optimiser keeps the whole of what the verifier uses. With `nostd`: without std, on libc's
+//! allocator, a panic aborting.
+#![cfg_attr(feature = "nostd", no_std)]
+extern crate alloc;
+#[allow(unused_imports)]
+use alloc::vec::Vec;
+
+#[cfg(feature = "nostd")]
+mod bare {
+    use core::alloc::{GlobalAlloc, Layout};
+
+    #[link(name = "c")]
+    unsafe extern "C" {
+        fn malloc(n: usize) -> *mut u8;
+        fn free(p: *mut u8);
+        fn abort() -> !;
+    }
+
+    /// libc's allocator (alignments up to 16, all these parts ask for).
+    struct Malloc;
+
+    unsafe impl GlobalAlloc for Malloc {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            unsafe { malloc(layout.size()) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, _: Layout) {
+            unsafe { free(p) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOC: Malloc = Malloc;
+
+    #[panic_handler]
+    fn panic(_: &core::panic::PanicInfo) -> ! {
+        unsafe { abort() }
+    }
+}
 
 /// `n` bytes at `p`.
 unsafe fn bytes<'a>(p: *const u8, n: usize) -> &'a [u8] {
     // SAFETY: each caller promises `n` readable bytes at `p`.
-    unsafe { std::slice::from_raw_parts(p, n) }
+    unsafe { core::slice::from_raw_parts(p, n) }
 }
 
 /// The byte at `i` of the `n` bytes at `p` (the std floor: it can panic).
@@ -117,7 +158,7 @@ pub unsafe extern "C" fn ecrecover(sig: *const u8, hash: *const u8, out: *mut u8
     k.update(&point.as_bytes()[1..]);
     k.finalize(&mut digest);
     // SAFETY: the caller promises room for 20 bytes at `out`.
-    unsafe { std::ptr::copy_nonoverlapping(digest[12..].as_ptr(), out, 20) };
+    unsafe { core::ptr::copy_nonoverlapping(digest[12..].as_ptr(), out, 20) };
     0
 }
 
@@ -144,6 +185,7 @@ pub unsafe extern "C" fn evm_call(code: *const u8, n: usize, input: *const u8, m
         .build_mainnet();
     let tx = TxEnv { kind: TxKind::Call(to), data: Bytes::copy_from_slice(unsafe { bytes(input, m) }), gas_limit: 30_000_000, ..Default::default() };
     match evm.transact(tx) {
+        #[allow(deprecated)]
         Ok(done) => done.result.gas_used() as i64,
         Err(_) => -1,
     }
@@ -153,8 +195,7 @@ cd "$dir"
 size() { stat -c %s "$1"; }
 build() {
   local name="$1" features="$2"
-  local args=(--profile floor --no-default-features)
-  [ -n "$features" ] && args+=(--features "$features")
+  local args=(--profile floor --no-default-features --features "std${features:+,$features}")
   cargo build -q "${args[@]}" --target-dir "target/$name"
   local so="target/$name/floor/libfloor.so"
   CC_wasm32_unknown_unknown=clang AR_wasm32_unknown_unknown=llvm-ar \
@@ -170,12 +211,22 @@ build() {
   echo "$name x86-64 $(size "$so") wasm32 $(size "$wasm.opt")"
 }
 build std ""
-cargo build -q --profile floor-unwind --target-dir target/std
+cargo build -q --profile floor-unwind --features std --target-dir target/std
 echo "std, panic = unwind (embedded) x86-64 $(size target/std/floor-unwind/libfloor.so)"
 RUSTFLAGS="-Cforce-unwind-tables=no -Clink-arg=-Wl,-z,pack-relative-relocs" \
-  cargo build -q --profile floor --no-default-features --target-dir target/std-flags
+  cargo build -q --profile floor --features std --target-dir target/std-flags
 echo "std, no unwind tables, packed relocations x86-64 $(size target/std-flags/floor/libfloor.so)"
 build bls bls
 build bls+ecdsa bls,ecdsa
 build evm evm
 build bls+ecdsa+evm bls,ecdsa,evm
+nostd() {
+  local name="$1" features="$2"
+  BLST_TEST_NO_STD=1 cargo build -q --profile floor --features "nostd,$features" \
+    --target-dir "target/nostd-$name"
+  echo "$name, no std x86-64 $(size "target/nostd-$name/floor/libfloor.so")"
+}
+nostd bls bls
+nostd bls+ecdsa bls,ecdsa
+nostd evm evm
+nostd bls+ecdsa+evm bls,ecdsa,evm
