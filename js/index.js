@@ -75,12 +75,13 @@ export function createVerifier(options = {}) {
 }
 
 function makeVerifier(options) {
-  const state = options.state === undefined ? undefined : bytes(options.state, 'state');
-  const inner = new WasmVerifier(readOptions(options), state);
+  // The fixed clock is checked here, where it is kept: the WASM side gets it with each verify.
   const fixedNow = options.now;
   if (fixedNow !== undefined && !(Number.isSafeInteger(fixedNow) && fixedNow >= 0)) {
     throw new Error('options: now: a non-negative integer expected');
   }
+  const state = options.state === undefined ? undefined : bytes(options.state, 'state');
+  const inner = new WasmVerifier(readOptions(options), state);
   return {
     /** The verified JSON-RPC result of `method(params)`, or throws an Error naming the check. */
     verify(method, params, proof) {

@@ -58,6 +58,48 @@ test('a changed proof, a wrong checkpoint and missing options are refused by nam
   assert.ok((await supportedMethods()).includes('eth_getBalance'));
 });
 
+test('a saved state read from its JS array: damage, a cut and extra bytes are refused by name', async () => {
+  const { expected, proof, now } = await vector(CASE);
+  const v = await createVerifier({ network: 'mainnet', checkpoint: expected.trusted_checkpoint, now });
+  v.verify(expected.method, expected.params, proof);
+  // The committee trusted anew for a period nothing else names: an entry this process has not
+  // read (one it has read is known by its digest and keeps the keys it gave).
+  const entry = 74;
+  const keys = v.saveState().slice(entry + 8, entry + 8 + 512 * 48);
+  const fresh = await createVerifier({ network: 'mainnet', checkpoint: expected.trusted_checkpoint, now });
+  fresh.addCommitteeKeys(987654, keys);
+  const state = fresh.saveState();
+  const changed = (at) => { const s = state.slice(); s[at] ^= 1; return s; };
+  await assert.rejects(createVerifier({ network: 'mainnet', state: changed(entry + 8 + 513 * 48 + 1000) }),
+    /entry 0: its SHA-256 does not match/);
+  await assert.rejects(createVerifier({ network: 'mainnet', state: changed(20) }), /head: its SHA-256 does not match/);
+  await assert.rejects(createVerifier({ network: 'mainnet', state: state.slice(0, -1) }), /truncated/);
+  const longer = new Uint8Array(state.length + 1);
+  longer.set(state);
+  await assert.rejects(createVerifier({ network: 'mainnet', state: longer }), /1 bytes after the last entry/);
+  const good = await createVerifier({ network: 'mainnet', state: state.buffer });
+  assert.deepEqual(good.periods(), [987654]);
+});
+
+test('options kept between verifiers follow each verifier\'s own fields, and the clock is its own', async () => {
+  const { expected, proof, now } = await vector(CASE);
+  const v = await createVerifier({ network: 'mainnet', checkpoint: expected.trusted_checkpoint, now });
+  v.verify(expected.method, expected.params, proof);
+  const state = v.saveState();
+  // An hour after the proof's head: stale under a head age of one slot, fresh under a long one.
+  const later = now + 3600;
+  const verifyWith = async (maxHeadAge, clock) => (await createVerifier({ network: 'mainnet', state, now: clock, maxHeadAge }))
+    .verify(expected.method, expected.params, proof);
+  const stale = (e) => e.check === 'tag' && /301 slots behind the clock's slot .*at most 1 allowed/.test(e.message);
+  await assert.rejects(verifyWith(1, later), stale);
+  assert.equal(await verifyWith(1 << 30, later), expected.result);
+  await assert.rejects(verifyWith(1, later), stale);
+  // The same options with the proof's own clock: fresh.
+  assert.equal(await verifyWith(1, now), expected.result);
+  await assert.rejects(createVerifier({ network: 'mainnet', state, now: -1 }), /now: a non-negative integer/);
+  await assert.rejects(createVerifier({ network: 'mainnet', state, now: 1.5 }), /now: a non-negative integer/);
+});
+
 /** A prover at `POST /proof` answering each request with `answer(request)`. */
 async function prover(answer) {
   const seen = [];

@@ -479,6 +479,31 @@ mod tests {
         );
     }
 
+    /// The domain's node hash agrees with SHA-256 of the 64-byte `ForkData` computed by sha2,
+    /// for every fork version of mainnet and a changed one.
+    #[test]
+    fn sync_committee_domain_is_compute_domain() {
+        use sha2::{Digest, Sha256};
+        let spec = ChainSpec::mainnet();
+        let versions = std::iter::once(spec.genesis_fork_version)
+            .chain(spec.forks.iter().map(|(v, _)| *v))
+            .chain([[9, 9, 9, 9]]);
+        for version in versions {
+            let mut fork_data = [0u8; 64];
+            fork_data[..4].copy_from_slice(&version);
+            fork_data[32..].copy_from_slice(spec.genesis_validators_root.as_slice());
+            let root = Sha256::digest(fork_data);
+            let mut expected = [0u8; 32];
+            expected[..4].copy_from_slice(&DOMAIN_SYNC_COMMITTEE);
+            expected[4..].copy_from_slice(&root[..28]);
+            assert_eq!(
+                spec.sync_committee_domain(version),
+                B256::from(expected),
+                "{version:?}"
+            );
+        }
+    }
+
     #[test]
     fn light_client_fork_by_slot() {
         let spec = ChainSpec::mainnet();

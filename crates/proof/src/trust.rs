@@ -238,8 +238,12 @@ impl SavedFormat {
     /// that the process read before is known by its digest alone: its body is not read.
     fn read_entry(&self, saved: &dyn SavedState, at: usize) -> Result<(u64, Entry), String> {
         let end = at + self.entry();
-        let digest = self.digest.then(|| saved.read(end - DIGEST..end));
-        if let Some(known) = digest.as_deref().and_then(|d| READ_ENTRIES.find(d)) {
+        let digest = self
+            .digest
+            .then(|| <[u8; DIGEST]>::try_from(&*saved.read(end - DIGEST..end)))
+            .transpose()
+            .map_err(|_| "the saved state's reader gave a digest of another length")?;
+        if let Some(known) = digest.and_then(|d| READ_ENTRIES.find(&d)) {
             return Ok(known);
         }
         let entry = saved.read(at..end);
@@ -251,7 +255,7 @@ impl SavedFormat {
             .map_err(|e| e.to_string())?;
         let read = Arc::new((committee, keys));
         if let Some(digest) = digest {
-            READ_ENTRIES.add(&digest, period, &read);
+            READ_ENTRIES.add(digest, period, &read);
         }
         Ok((period, read))
     }
@@ -293,16 +297,13 @@ struct ReadEntries(Mutex<VecDeque<([u8; DIGEST], u64, Entry)>>);
 static READ_ENTRIES: ReadEntries = ReadEntries(Mutex::new(VecDeque::new()));
 
 impl ReadEntries {
-    fn find(&self, digest: &[u8]) -> Option<(u64, Entry)> {
+    fn find(&self, digest: &[u8; DIGEST]) -> Option<(u64, Entry)> {
         let entries = self.0.lock().ok()?;
-        let found = entries.iter().find(|(known, ..)| known[..] == *digest);
+        let found = entries.iter().find(|(known, ..)| known == digest);
         found.map(|(_, period, read)| (*period, Arc::clone(read)))
     }
 
-    fn add(&self, digest: &[u8], period: u64, read: &Entry) {
-        let Ok(digest) = <[u8; DIGEST]>::try_from(digest) else {
-            return;
-        };
+    fn add(&self, digest: [u8; DIGEST], period: u64, read: &Entry) {
         if let Ok(mut entries) = self.0.lock() {
             if entries.len() == MAX_PERIODS {
                 entries.pop_front();
