@@ -357,7 +357,7 @@ fn hook_events(log: &Path) -> usize {
 }
 
 /// Waits until `check` holds, or fails with `what` after 30 s.
-fn wait_for(what: impl Fn() -> String, check: impl Fn() -> bool) {
+fn wait_for(what: impl Fn() -> String, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !check() {
         assert!(Instant::now() < deadline, "{}", what());
@@ -409,6 +409,20 @@ fn hook_logs(program: &Path, hook: &Path, el: &common::CountingEl, dir: &Path) -
         wait_for(
             || format!("{program:?}: too few events: {}", text()),
             events,
+        );
+        // The last event's data lines follow its `event received` line: the hook is stopped
+        // once its log has not grown for 300 ms.
+        let mut last = text().len();
+        let mut quiet_since = Instant::now();
+        wait_for(
+            || format!("{program:?}: the hook's log kept growing: {}", text()),
+            || {
+                let now = text().len();
+                if now != last {
+                    (last, quiet_since) = (now, Instant::now());
+                }
+                quiet_since.elapsed() >= Duration::from_millis(300)
+            },
         );
         let status = Command::new("kill")
             .args(["-INT", &child.id().to_string()])

@@ -219,9 +219,22 @@ impl Chain {
         serde_json::from_slice(&out.stdout).ok()
     }
 
-    /// The head slot now (0 before the first block).
+    /// The head slot now. A busy beacon node may miss a read: it is asked again for 30 s
+    /// (a slot read as 0 would let the caller's waits end at once).
     pub(crate) fn head(&self) -> u64 {
-        head_slot(self.up["beacon_rest"].as_str().unwrap())
+        let beacon = self.up["beacon_rest"].as_str().unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(slot) = read_head_slot(beacon) {
+                return slot;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{beacon} gave no head for 30 s: {}",
+                self.log("lodestar.log")
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
 
     /// The head slot, once it reaches `slot` (at most `within`).
@@ -256,11 +269,20 @@ impl Chain {
 
     /// The execution block hashes of the beacon blocks of slots 1..=head, in order.
     pub(crate) fn execution_hashes(&self, head: u64) -> Vec<String> {
+        self.execution_blocks(head)
+            .into_iter()
+            .map(|(_, hash)| hash)
+            .collect()
+    }
+
+    /// The execution (number, hash) of the beacon blocks of slots 1..=head, in order.
+    pub(crate) fn execution_blocks(&self, head: u64) -> Vec<(u64, String)> {
         (1..=head)
             .filter_map(|slot| {
                 let block = self.beacon(&format!("/eth/v2/beacon/blocks/{slot}"))?;
-                let hash = &block["data"]["message"]["body"]["execution_payload"]["block_hash"];
-                hash.as_str().map(str::to_string)
+                let payload = &block["data"]["message"]["body"]["execution_payload"];
+                let number = payload["block_number"].as_str()?.parse().ok()?;
+                Some((number, payload["block_hash"].as_str()?.to_string()))
             })
             .collect()
     }
@@ -287,6 +309,11 @@ impl Drop for Chain {
 /// The head slot of the Beacon API at `beacon` (0 before the first block, or when it does
 /// not answer).
 pub(crate) fn head_slot(beacon: &str) -> u64 {
+    read_head_slot(beacon).unwrap_or(0)
+}
+
+/// The head slot of the Beacon API at `beacon`, or `None` when it does not answer with one.
+fn read_head_slot(beacon: &str) -> Option<u64> {
     let out = Command::new("curl")
         .args([
             "-s",
@@ -294,16 +321,13 @@ pub(crate) fn head_slot(beacon: &str) -> u64 {
             "5",
             &format!("{beacon}/eth/v1/beacon/headers/head"),
         ])
-        .output();
-    out.ok()
-        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
-        .and_then(|h| {
-            h["data"]["header"]["message"]["slot"]
-                .as_str()?
-                .parse::<u64>()
-                .ok()
-        })
-        .unwrap_or(0)
+        .output()
+        .ok()?;
+    let header = serde_json::from_slice::<Value>(&out.stdout).ok()?;
+    header["data"]["header"]["message"]["slot"]
+        .as_str()?
+        .parse::<u64>()
+        .ok()
 }
 
 /// An eth_* JSON-RPC call; its `result`, or the whole answer when it has none.
