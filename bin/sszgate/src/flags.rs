@@ -186,17 +186,19 @@ pub(crate) struct ProxyArgsArg {
 pub(crate) enum VerifyArg {
     /// No checks.
     Off,
-    /// Every cheap check on every call; KZG proofs of one call with blobs in 8.
+    /// Every cheap check on every call; the KZG proofs of calls with blobs as often as a
+    /// share of the wall clock allows.
     Sample,
     /// Every check on every call.
     All,
 }
 
-impl From<VerifyArg> for sszgate_verify::Mode {
-    fn from(arg: VerifyArg) -> sszgate_verify::Mode {
-        match arg {
+impl VerifyArg {
+    /// The library's mode, `sample` with its KZG checks at `kzg_percent` of the wall clock.
+    pub(crate) fn mode(self, kzg_percent: u8) -> sszgate_verify::Mode {
+        match self {
             VerifyArg::Off => sszgate_verify::Mode::Off,
-            VerifyArg::Sample => sszgate_verify::Mode::Sample { kzg_every: 8 },
+            VerifyArg::Sample => sszgate_verify::Mode::Sample { kzg_percent },
             VerifyArg::All => sszgate_verify::Mode::All,
         }
     }
@@ -235,7 +237,8 @@ mod tests {
             (VerifyArg::All, "all"),
         ] {
             let mode: sszgate_verify::Mode = text.parse().unwrap();
-            assert_eq!(sszgate_verify::Mode::from(arg), mode);
+            let default = sszgate_verify::pace::DEFAULT_KZG_PERCENT;
+            assert_eq!(arg.mode(default), mode);
         }
     }
 

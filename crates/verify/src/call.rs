@@ -8,6 +8,8 @@
 //! the caller's to say. Nothing here knows of records or sinks: the recorder writes the
 //! [`Outcome`] into its facts.
 
+use std::time::Instant;
+
 use sszgate_engine::{
     Fork, Message,
     blob_answer::{Answer, BlobMode},
@@ -73,6 +75,7 @@ pub fn check(verifier: &mut Verifier, call: &RecordedCall<'_>, mode: BlobMode) -
     if !worth_checking(m) {
         return None;
     }
+    let read_from = Instant::now();
     let decoded = match call.wire {
         Wire::JsonRpc => {
             let without_blobs = mode != BlobMode::Decode || !call.answer.has_blob_digits();
@@ -98,7 +101,7 @@ pub fn check(verifier: &mut Verifier, call: &RecordedCall<'_>, mode: BlobMode) -
         ),
     };
     match decoded {
-        Ok((req, resp)) => verifier.call(m, call.fork, &req, resp.as_ref()),
+        Ok((req, resp)) => verifier.call_read_since(m, call.fork, &req, resp.as_ref(), read_from),
         Err(problem) => Some(undecoded(problem)),
     }
 }
@@ -208,20 +211,28 @@ mod tests {
 
     #[test]
     fn sampled_out_answers_are_read_without_their_blobs() {
-        let mut verifier = Verifier::new("sample".parse().unwrap());
+        // A clock that stands still until the test moves it.
+        let now = std::sync::Arc::new(std::sync::Mutex::new(Instant::now()));
+        let clock: crate::Clock = {
+            let now = now.clone();
+            std::sync::Arc::new(move || *now.lock().unwrap())
+        };
+        let mut verifier = Verifier::with_clock("sample".parse().unwrap(), clock);
         let (request, response) = get_blobs(2, 128);
         // The first blob call has its KZG proofs checked: the whole answer is decoded, and
         // the blobs are not those of the hashes asked for.
         let (first, mode) = verdict(&mut verifier, &request, &response);
         assert_eq!(mode, BlobMode::Decode);
         assert!(matches!(first, Verdict::Failed(f) if f.check.name() == "blobs-answer"));
-        // The next seven are read without their blobs, with every other check.
+        // Until its time is earned back, the next are read without their blobs, with every
+        // other check.
         for _ in 0..7 {
             let (v, mode) = verdict(&mut verifier, &request, &response);
             assert_eq!((v, mode), (Verdict::Ok { kzg: false }, BlobMode::Validate));
         }
-        // The ninth is due for KZG: the shape check fails first, on the whole answer; then,
-        // without KZG due, the same answer read without its blobs.
+        // An hour on, the next is due for KZG: the shape check fails first, on the whole
+        // answer; then, without KZG due, the same answer read without its blobs.
+        *now.lock().unwrap() += std::time::Duration::from_secs(3600);
         let (_, short) = get_blobs(2, 127);
         let (due, mode) = verdict(&mut verifier, &request, &short);
         assert_eq!(mode, BlobMode::Decode);

@@ -8,7 +8,8 @@
 //!   or cell proofs (V2, 128 per blob) verify, batched, with c-kzg; getBlobs answers hold the
 //!   blobs asked for, with valid proofs;
 //! - [`Verifier`]: one call at a time, remembering what later calls need (the parent beacon
-//!   block root of each payload id, from forkchoiceUpdated) and sampling the costly KZG checks;
+//!   block root of each payload id, from forkchoiceUpdated) and sampling the costly KZG checks
+//!   at the pace [`pace`] keeps (a share of the wall clock);
 //! - [`call`]: one recorded call checked from the bytes that crossed the link (what
 //!   `--verify` runs on the recorder's thread), and the one decision of what happens to an
 //!   answer's blobs ([`call::blob_mode`]).
@@ -18,9 +19,10 @@
 
 pub mod blobs;
 pub mod call;
+pub mod pace;
 pub mod payload;
 
-use std::{collections::VecDeque, fmt, time::Instant};
+use std::{collections::VecDeque, fmt, sync::Arc, time::Instant};
 
 use alloy_primitives::B256;
 use alloy_rpc_types_engine::PayloadId;
@@ -124,10 +126,11 @@ impl Verdict {
 pub enum Mode {
     /// Nothing.
     Off,
-    /// Every cheap check on every call; KZG proofs on one call with blobs in `kzg_every`.
+    /// Every cheap check on every call; KZG proofs of calls with blobs as long as they take
+    /// at most `kzg_percent` of the wall clock ([`pace`]).
     Sample {
-        /// One call with blobs in this many gets its proofs verified.
-        kzg_every: u32,
+        /// The share of the wall clock the KZG checks may take, in percent (1–100).
+        kzg_percent: u8,
     },
     /// Every check on every call.
     All,
@@ -138,7 +141,9 @@ impl std::str::FromStr for Mode {
     fn from_str(s: &str) -> Result<Mode, String> {
         match s {
             "off" => Ok(Mode::Off),
-            "sample" => Ok(Mode::Sample { kzg_every: 8 }),
+            "sample" => Ok(Mode::Sample {
+                kzg_percent: pace::DEFAULT_KZG_PERCENT,
+            }),
             "all" => Ok(Mode::All),
             other => Err(format!(
                 "unknown verify mode {other:?} (off, sample or all)"
@@ -159,23 +164,38 @@ pub struct Outcome {
 /// How many payload ids to remember between forkchoiceUpdated and getPayload.
 const REMEMBERED_PAYLOADS: usize = 64;
 
+/// The wall clock a verifier paces its KZG checks by.
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
 /// Verifies calls one at a time, in the order they completed.
 pub struct Verifier {
     mode: Mode,
     kzg: &'static c_kzg::KzgSettings,
     /// Parent beacon block roots of recent payload builds, by payload id.
     roots: VecDeque<(PayloadId, B256)>,
-    blob_calls: u32,
+    /// When `--verify sample`'s KZG checks are due.
+    pace: pace::KzgPace,
+    clock: Clock,
 }
 
 impl Verifier {
     /// A verifier in `mode` (loads the KZG trusted setup on first use of a KZG check).
     pub fn new(mode: Mode) -> Verifier {
+        Verifier::with_clock(mode, Arc::new(Instant::now))
+    }
+
+    /// A verifier in `mode` whose KZG sampling reads `clock` (tests set the time).
+    pub fn with_clock(mode: Mode, clock: Clock) -> Verifier {
+        let percent = match mode {
+            Mode::Sample { kzg_percent } => kzg_percent,
+            Mode::Off | Mode::All => 100,
+        };
         Verifier {
             mode,
             kzg: c_kzg::ethereum_kzg_settings(0),
             roots: VecDeque::new(),
-            blob_calls: 0,
+            pace: pace::KzgPace::new(percent, clock()),
+            clock,
         }
     }
 
@@ -188,14 +208,48 @@ impl Verifier {
         request: &Message,
         response: Option<&Message>,
     ) -> Option<Outcome> {
+        self.call_read_since(method, fork, request, response, Instant::now())
+    }
+
+    /// [`Verifier::call`] on messages whose reading began at `read_from`: a KZG check is
+    /// charged to the pace from then (decoding the blobs is most of what sampling saves).
+    pub(crate) fn call_read_since(
+        &mut self,
+        method: &MethodSpec,
+        fork: Fork,
+        request: &Message,
+        response: Option<&Message>,
+        read_from: Instant,
+    ) -> Option<Outcome> {
         if self.mode == Mode::Off {
             return None;
         }
         let started = Instant::now();
-        let verdict = match (method.family, request, response) {
-            (Family::NewPayload, Message::NewPayload(np), _) => {
-                Some(verdict(payload::check_new_payload(np).map(|()| false)))
-            }
+        let (verdict, kzg) = self.check_messages(method, fork, request, response)?;
+        let ended = Instant::now();
+        if kzg && matches!(self.mode, Mode::Sample { .. }) {
+            self.pace.spent(ended - read_from, (self.clock)());
+        }
+        Some(Outcome {
+            verdict,
+            micros: (ended - started).as_micros() as u64,
+        })
+    }
+
+    /// The verdict on one call's messages, and whether its KZG proofs were checked; `None`
+    /// when they carry nothing to verify.
+    fn check_messages(
+        &mut self,
+        method: &MethodSpec,
+        fork: Fork,
+        request: &Message,
+        response: Option<&Message>,
+    ) -> Option<(Verdict, bool)> {
+        match (method.family, request, response) {
+            (Family::NewPayload, Message::NewPayload(np), _) => Some((
+                verdict(payload::check_new_payload(np).map(|()| false)),
+                false,
+            )),
             (Family::ForkchoiceUpdated, Message::Forkchoice(fcu), response) => {
                 let root = fcu
                     .attributes
@@ -216,38 +270,32 @@ impl Verifier {
                 let kzg = self.kzg_due(built.blob_count());
                 let settings = kzg.then_some(self.kzg);
                 let bundle = || blobs::check_bundle(settings, built);
-                Some(built_verdict(built, fork, root, bundle, kzg))
+                Some((built_verdict(built, fork, root, bundle, kzg), kzg))
             }
             (Family::GetBlobs, Message::BlobsRequest(asked), Some(Message::Blobs(answer))) => {
                 let kzg = self.kzg_due(asked.versioned_hashes.len());
-                Some(verdict(
-                    blobs::check_answer(self.kzg, &asked.versioned_hashes, answer, kzg)
-                        .map(|checked| checked && kzg),
-                ))
+                let checked = blobs::check_answer(self.kzg, &asked.versioned_hashes, answer, kzg);
+                Some((verdict(checked.map(|checked| checked && kzg)), kzg))
             }
             _ => None,
-        }?;
-        Some(Outcome {
-            verdict,
-            micros: started.elapsed().as_micros() as u64,
-        })
+        }
     }
 
     /// Whether the next call that carries blobs gets its KZG proofs verified. When it does not,
     /// a caller that can read the answer without its blobs (`sszgate_engine::blob_answer`)
-    /// verifies it with [`Verifier::call_without_blobs`] and saves decoding them.
+    /// verifies it with [`Verifier::call_without_blobs`] and saves decoding them. Under
+    /// `sample`, a `false` turns `true` only as time passes (until a check is charged).
     pub fn kzg_on_next_blob_call(&self) -> bool {
         match self.mode {
             Mode::All => true,
-            // The first blob call, then every `kzg_every`-th.
-            Mode::Sample { kzg_every } => self.blob_calls.is_multiple_of(kzg_every.max(1)),
+            Mode::Sample { .. } => self.pace.due((self.clock)()),
             Mode::Off => false,
         }
     }
 
     /// Verifies one call whose answer was read without its blobs: every check but the KZG
-    /// ones. The call takes its turn in the KZG sampling without them, so callers ask
-    /// [`Verifier::kzg_on_next_blob_call`] first. `None` when the call carries nothing to verify.
+    /// ones, and nothing charged to the KZG pace. `None` when the call carries nothing to
+    /// verify.
     pub fn call_without_blobs(
         &mut self,
         method: &MethodSpec,
@@ -262,12 +310,10 @@ impl Verifier {
         let verdict = match (method.family, request, answer) {
             (Family::GetPayload, Message::PayloadId(id), WithoutBlobs::Payload(built, n)) => {
                 let root = self.root_of(id);
-                self.kzg_due(*n);
                 let bundle = || blobs::check_bundle_lists(built, *n);
                 built_verdict(built, fork, root, bundle, false)
             }
             (Family::GetBlobs, Message::BlobsRequest(asked), WithoutBlobs::Blobs(shape)) => {
-                self.kzg_due(asked.versioned_hashes.len());
                 verdict(
                     blobs::check_answer_shape(asked.versioned_hashes.len(), shape).map(|()| false),
                 )
@@ -289,14 +335,9 @@ impl Verifier {
             .map(|(_, root)| *root)
     }
 
-    /// Whether this call with `blobs` blobs gets its KZG proofs verified (takes its turn).
-    fn kzg_due(&mut self, blobs: usize) -> bool {
-        if blobs == 0 {
-            return false;
-        }
-        let due = self.kzg_on_next_blob_call();
-        self.blob_calls = self.blob_calls.wrapping_add(1);
-        due
+    /// Whether this call with `blobs` blobs gets its KZG proofs verified.
+    fn kzg_due(&self, blobs: usize) -> bool {
+        blobs > 0 && self.kzg_on_next_blob_call()
     }
 }
 

@@ -135,7 +135,7 @@ fn recording(args: &ProxyArgs) -> Recording {
             capacity: args.queue,
             queue_bytes: args.queue_bytes,
             max_decoded: args.max_answer,
-            verify: args.verify.into(),
+            verify: args.verify.mode(args.verify_kzg_share),
         },
         stores: args.stores.clone(),
         jsonl_body_bytes: args.jsonl_body_bytes,

@@ -3,7 +3,11 @@
 //! a wrong versioned hash, an over-long extra data, a wrong commitment, a swapped blob, swapped
 //! proofs) is caught by the check that names it.
 
-use std::path::PathBuf;
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use alloy_consensus::{EthereumTxEnvelope, Signed, TxEip4844, TxEip4844WithSidecar};
 use alloy_eips::{
@@ -19,7 +23,7 @@ use sszgate_engine::{
     method,
 };
 use sszgate_fixtures::{self as fixtures, BlobItem, Fixtures, versioned_hash};
-use sszgate_verify::{Check, Mode, Verdict, Verifier, payload};
+use sszgate_verify::{Check, Clock, Mode, Verdict, Verifier, payload};
 
 fn dirs() -> Vec<PathBuf> {
     let mut dirs = vec![fixtures::testdata_dir()];
@@ -368,35 +372,6 @@ fn get_blobs_answers_are_checked_against_the_hashes_asked_for() {
     );
 }
 
-#[test]
-fn sampling_verifies_the_proofs_of_one_blob_call_in_eight() {
-    let (items, asked) = real_blobs();
-    let mut verifier = Verifier::new("sample".parse().unwrap());
-    let m = method::by_name("engine_getBlobsV2").unwrap();
-    let request = Message::BlobsRequest(BlobsRequest {
-        versioned_hashes: asked,
-        indices: None,
-    });
-    let answer = Message::Blobs(Blobs::V2(Some(fixtures::blobs_v2_response(
-        &items,
-        items.len(),
-    ))));
-    let kzg: Vec<bool> = (0..16)
-        .map(|_| {
-            match verifier
-                .call(m, Fork::Osaka, &request, Some(&answer))
-                .unwrap()
-                .verdict
-            {
-                Verdict::Ok { kzg } => kzg,
-                other => panic!("{other:?}"),
-            }
-        })
-        .collect();
-    assert_eq!(kzg.iter().filter(|k| **k).count(), 2, "{kzg:?}");
-    assert!(kzg[0] && kzg[8]);
-}
-
 /// `result` read without its blobs, as the JSON-RPC answer of a call of `m`.
 fn without_blobs(m: &method::MethodSpec, result: &[u8]) -> WithoutBlobs {
     let answer = [
@@ -495,25 +470,56 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
 }
 
 #[test]
-fn calls_read_without_their_blobs_take_their_turn_in_the_sampling() {
-    let mut verifier = Verifier::new("sample".parse().unwrap());
+fn sampled_kzg_checks_are_paced_by_the_time_they_take() {
+    // A clock that stands still until the test moves it.
+    let now = Arc::new(Mutex::new(Instant::now()));
+    let clock: Clock = {
+        let now = now.clone();
+        Arc::new(move || *now.lock().unwrap())
+    };
+    let wait = |by: Duration| *now.lock().unwrap() += by;
+    let mut verifier = Verifier::with_clock(Mode::Sample { kzg_percent: 10 }, clock);
     let m = method::by_name("engine_getBlobsV2").unwrap();
+    let (items, asked) = real_blobs();
     let request = Message::BlobsRequest(BlobsRequest {
-        versioned_hashes: vec![B256::repeat_byte(1)],
+        versioned_hashes: asked,
         indices: None,
     });
+    let answer = Message::Blobs(Blobs::V2(Some(fixtures::blobs_v2_response(
+        &items,
+        items.len(),
+    ))));
+    // Calls read without their blobs are not charged: the check stays due.
     let none_available = without_blobs(m, b"null");
-    let mut due = Vec::new();
-    for _ in 0..17 {
-        due.push(verifier.kzg_on_next_blob_call());
-        let verdict = verifier
-            .call_without_blobs(m, Fork::Osaka, &request, &none_available)
-            .unwrap()
-            .verdict;
-        assert_eq!(verdict, Verdict::Ok { kzg: false });
+    for _ in 0..3 {
+        assert!(verifier.kzg_on_next_blob_call());
+        let outcome = verifier.call_without_blobs(m, Fork::Osaka, &request, &none_available);
+        assert_eq!(outcome.unwrap().verdict, Verdict::Ok { kzg: false });
     }
-    let expected: Vec<bool> = (0..17).map(|i| i % 8 == 0).collect();
-    assert_eq!(due, expected);
+    // The check runs, and at 10 % it is owed ten times what it took: the verifier charged
+    // at least the time it reports and at most the time measured around it.
+    let started = Instant::now();
+    let checked = verifier
+        .call(m, Fork::Osaka, &request, Some(&answer))
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(checked.verdict, Verdict::Ok { kzg: true });
+    assert!(checked.micros > 0);
+    // Not due meanwhile: the same answer gets every check but KZG.
+    let unchecked = verifier
+        .call(m, Fork::Osaka, &request, Some(&answer))
+        .unwrap();
+    assert_eq!(unchecked.verdict, Verdict::Ok { kzg: false });
+    wait(Duration::from_micros(10 * checked.micros - 1));
+    assert!(!verifier.kzg_on_next_blob_call());
+    wait(10 * took);
+    assert!(verifier.kzg_on_next_blob_call());
+    let again = verifier
+        .call(m, Fork::Osaka, &request, Some(&answer))
+        .unwrap();
+    assert_eq!(again.verdict, Verdict::Ok { kzg: true });
+    assert!(!verifier.kzg_on_next_blob_call());
+
     assert!(Verifier::new(Mode::All).kzg_on_next_blob_call());
     assert!(!Verifier::new(Mode::Off).kzg_on_next_blob_call());
     assert_eq!(

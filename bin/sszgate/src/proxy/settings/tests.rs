@@ -72,7 +72,7 @@ fn the_defaults_are_the_documented_ones() {
     assert_eq!(recorder.capacity, 65_536);
     assert_eq!(recorder.queue_bytes, sszgate_record::DEFAULT_QUEUE_BYTES);
     assert_eq!(recorder.max_decoded, DEFAULT_MAX_ANSWER_BYTES);
-    let sample = sszgate_verify::Mode::Sample { kzg_every: 8 };
+    let sample = sszgate_verify::Mode::Sample { kzg_percent: 10 };
     assert_eq!(recorder.verify, sample);
 }
 
@@ -119,6 +119,14 @@ fn flags_reach_their_settings() {
 }
 
 #[test]
+fn the_kzg_share_paces_sample_mode() {
+    let args = parse(&[&UPSTREAM[..], &["--verify-kzg-share", "25"]].concat());
+    let recorder = resolve(&args, None).unwrap().recording.recorder;
+    let paced = sszgate_verify::Mode::Sample { kzg_percent: 25 };
+    assert_eq!(recorder.verify, paced);
+}
+
+#[test]
 fn contradictory_flags_are_refused_with_the_flag_that_is_missing() {
     assert_eq!(refused(&["--queue", "0"]), "--queue must be at least 1");
     let auth = refused(&["--auth", "verify"]);
@@ -159,12 +167,16 @@ fn bad_values_are_refused_when_the_flags_are_read() {
         cli().try_get_matches_from(argv).unwrap_err().to_string()
     };
     assert!(parse_err(&["--verify", "some"]).contains("[possible values: off, sample, all]"));
+    for share in ["0", "101", "ten"] {
+        let err = parse_err(&["--verify-kzg-share", share]);
+        assert!(err.contains("--verify-kzg-share <PERCENT>"), "{err}");
+    }
     assert!(parse_err(&["--store", "mysql:x"]).contains("mysql:x"));
     assert!(parse_err(&["--label", "novalue"]).contains("is not KEY=VALUE"));
 }
 
 /// Every variable of `sszgate proxy` with a value that is not its default.
-const ENV: [(&str, &str); 28] = [
+const ENV: [(&str, &str); 29] = [
     ("SSZGATE_UPSTREAM", "http://10.0.0.2:8551"),
     ("SSZGATE_LISTEN", "127.0.0.1:18551"),
     ("SSZGATE_WORKER_THREADS", "3"),
@@ -192,6 +204,7 @@ const ENV: [(&str, &str); 28] = [
     ("SSZGATE_NETWORK", "hoodi"),
     ("SSZGATE_AUTH", "verify"),
     ("SSZGATE_VERIFY", "off"),
+    ("SSZGATE_VERIFY_KZG_SHARE", "25"),
     ("SSZGATE_VERIFY_ENFORCE", "true"),
     ("SSZGATE_NO_SPLICE", "true"),
     ("SSZGATE_METRICS", "127.0.0.1:19551"),
@@ -241,6 +254,7 @@ fn each_variable_sets_its_flag() {
 
 fn each_variable_sets_its_flag_in_the_child() {
     let args = ProxyCli::try_parse_from(["proxy"]).unwrap().args;
+    assert_eq!(args.verify_kzg_share, 25);
     let secret = crate::flags::read_jwt_secret(args.jwt.jwt_secret.as_deref().unwrap());
     let settings = resolve(&args, Some(&secret.unwrap())).unwrap();
     assert_eq!(settings.upstream.url, "http://10.0.0.2:8551");
