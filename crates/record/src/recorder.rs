@@ -893,7 +893,13 @@ mod tests_support {
             events: Arc::default(),
             el_client: Arc::default(),
         };
-        Worker::new(sinks, receiver, &config, shared)
+        let mut worker = Worker::new(sinks, receiver, &config, shared);
+        // A clock that stands still: a KZG check is never earned back within a test, so which
+        // calls have theirs due does not depend on how fast the machine is.
+        let now = std::time::Instant::now();
+        worker.verifier = (mode != sszgate_verify::Mode::Off)
+            .then(|| sszgate_verify::Verifier::with_clock(mode, Arc::new(move || now)));
+        worker
     }
 }
 
