@@ -894,9 +894,9 @@ fn sample(text: &str, name: &str) -> Option<f64> {
 /// The light client's standing is in the metrics: its lag is the wall clock's slot less its
 /// optimistic header's, the verified requests are counted, and its optimistic header follows
 /// the beacon node's. The store takes the node's optimistic update once a slot, so the header
-/// is awaited (20 slots at most) to reach the update the node offers now; `eth_blockNumber`
-/// may already be past it (the head's parent, signed by the head). A light client left
-/// behind is reported with the other differences.
+/// is awaited (20 slots at most) to reach the update the node offers now, itself at most 32
+/// slots behind the node's head; `eth_blockNumber` may already be past it (the head's parent,
+/// signed by the head). A light client left behind is reported with the other differences.
 fn light_client_metrics_are_served(url: &str, chain: &Chain) -> Option<String> {
     let verified = metric(
         url,
@@ -912,6 +912,13 @@ fn light_client_metrics_are_served(url: &str, chain: &Chain) -> Option<String> {
                 .ok()
         })
         .expect("the beacon node offers an optimistic update");
+    // Following a stale offer would prove nothing: the offer itself is near the node's head.
+    let node_head = chain.head() as f64;
+    if node_head - offered > 32.0 {
+        return Some(format!(
+            "the beacon node's optimistic update (attested slot {offered}) is more than 32 slots behind its head at slot {node_head}"
+        ));
+    }
     let started = Instant::now();
     loop {
         let text = metrics(url);

@@ -896,9 +896,9 @@ mod tests_support {
         let mut worker = Worker::new(sinks, receiver, &config, shared);
         // A clock that stands still: a KZG check is never earned back within a test, so which
         // calls have theirs due does not depend on how fast the machine is.
-        let now = std::time::Instant::now();
+        let hand = sszgate_verify::pace::HandClock::default();
         worker.verifier = (mode != sszgate_verify::Mode::Off)
-            .then(|| sszgate_verify::Verifier::with_clock(mode, Arc::new(move || now)));
+            .then(|| sszgate_verify::Verifier::with_clock(mode, hand.clock()));
         worker
     }
 }

@@ -211,13 +211,8 @@ mod tests {
 
     #[test]
     fn sampled_out_answers_are_read_without_their_blobs() {
-        // A clock that stands still until the test moves it.
-        let now = std::sync::Arc::new(std::sync::Mutex::new(Instant::now()));
-        let clock: crate::Clock = {
-            let now = now.clone();
-            std::sync::Arc::new(move || *now.lock().unwrap())
-        };
-        let mut verifier = Verifier::with_clock("sample".parse().unwrap(), clock);
+        let hand = crate::pace::HandClock::default();
+        let mut verifier = Verifier::with_clock("sample".parse().unwrap(), hand.clock());
         let (request, response) = get_blobs(2, 128);
         // The first blob call has its KZG proofs checked: the whole answer is decoded, and
         // the blobs are not those of the hashes asked for.
@@ -232,7 +227,7 @@ mod tests {
         }
         // An hour on, the next is due for KZG: the shape check fails first, on the whole
         // answer; then, without KZG due, the same answer read without its blobs.
-        *now.lock().unwrap() += std::time::Duration::from_secs(3600);
+        hand.advance(std::time::Duration::from_secs(3600));
         let (_, short) = get_blobs(2, 127);
         let (due, mode) = verdict(&mut verifier, &request, &short);
         assert_eq!(mode, BlobMode::Decode);

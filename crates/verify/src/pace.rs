@@ -11,7 +11,12 @@
 //!
 //! What does not live here: which call carries blobs, and what is checked (see the crate root).
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use crate::Clock;
 
 /// The share of the wall clock KZG checks may take, by default (percent).
 pub const DEFAULT_KZG_PERCENT: u8 = 10;
@@ -50,6 +55,31 @@ impl KzgPace {
     fn owed_at(&self, now: Instant) -> Duration {
         let earned = now.saturating_duration_since(self.at) * u32::from(self.percent) / 100;
         self.owed.saturating_sub(earned)
+    }
+}
+
+/// A clock that moves only when told, for a [`crate::Verifier::with_clock`] whose sampling
+/// must not depend on how fast the machine runs (tests, replays).
+#[derive(Clone, Debug)]
+pub struct HandClock(Arc<Mutex<Instant>>);
+
+impl Default for HandClock {
+    fn default() -> HandClock {
+        HandClock(Arc::new(Mutex::new(Instant::now())))
+    }
+}
+
+impl HandClock {
+    /// The clock, to hand to a verifier.
+    pub fn clock(&self) -> Clock {
+        let now = self.0.clone();
+        // Only this clone and `advance` touch the instant: a poisoned lock still holds one.
+        Arc::new(move || *now.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Moves the clock on by `by`.
+    pub fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) += by;
     }
 }
 

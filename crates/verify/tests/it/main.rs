@@ -5,7 +5,6 @@
 
 use std::{
     path::PathBuf,
-    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -23,7 +22,7 @@ use sszgate_engine::{
     method,
 };
 use sszgate_fixtures::{self as fixtures, BlobItem, Fixtures, versioned_hash};
-use sszgate_verify::{Check, Clock, Mode, Verdict, Verifier, payload};
+use sszgate_verify::{Check, Mode, Verdict, Verifier, pace::HandClock, payload};
 
 fn dirs() -> Vec<PathBuf> {
     let mut dirs = vec![fixtures::testdata_dir()];
@@ -471,14 +470,8 @@ fn answers_read_without_their_blobs_get_every_check_but_kzg() {
 
 #[test]
 fn sampled_kzg_checks_are_paced_by_the_time_they_take() {
-    // A clock that stands still until the test moves it.
-    let now = Arc::new(Mutex::new(Instant::now()));
-    let clock: Clock = {
-        let now = now.clone();
-        Arc::new(move || *now.lock().unwrap())
-    };
-    let wait = |by: Duration| *now.lock().unwrap() += by;
-    let mut verifier = Verifier::with_clock(Mode::Sample { kzg_percent: 10 }, clock);
+    let hand = HandClock::default();
+    let mut verifier = Verifier::with_clock(Mode::Sample { kzg_percent: 10 }, hand.clock());
     let m = method::by_name("engine_getBlobsV2").unwrap();
     let (items, asked) = real_blobs();
     let request = Message::BlobsRequest(BlobsRequest {
@@ -510,9 +503,9 @@ fn sampled_kzg_checks_are_paced_by_the_time_they_take() {
         .call(m, Fork::Osaka, &request, Some(&answer))
         .unwrap();
     assert_eq!(unchecked.verdict, Verdict::Ok { kzg: false });
-    wait(Duration::from_micros(10 * checked.micros - 1));
+    hand.advance(Duration::from_micros(10 * checked.micros - 1));
     assert!(!verifier.kzg_on_next_blob_call());
-    wait(10 * took);
+    hand.advance(10 * took);
     assert!(verifier.kzg_on_next_blob_call());
     let again = verifier
         .call(m, Fork::Osaka, &request, Some(&answer))
