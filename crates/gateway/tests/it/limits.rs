@@ -111,7 +111,8 @@ async fn calls_beyond_the_in_flight_cap_get_a_503_at_once() {
         let url = url.clone();
         async move { send(post_json(&url, CALL), false).await }
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The slow call holds the only permit once the EL has it.
+    el.wait_seen(1).await;
     let started = Instant::now();
     let (code, _, body) = send(post_json(&url, CALL), false).await;
     assert_eq!(code, 503);

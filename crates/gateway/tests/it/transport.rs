@@ -54,7 +54,7 @@ async fn refusals_record_the_same_transport_whichever_stage_refuses() {
             "application/json",
             r#"{"jsonrpc":"2.0","id":1,"result":[]}"#,
         );
-        answer.delay = Duration::from_millis(1500);
+        answer.delay = Duration::from_millis(3000);
         answer
     })
     .await;
@@ -84,7 +84,7 @@ async fn refusals_record_the_same_transport_whichever_stage_refuses() {
         let (url, token) = (url.clone(), Some(secret.token()));
         async move { send(request(&url, "POST", "/", token), false).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    el.wait_seen(1).await;
     for (method, target, _) in CALLS {
         let good = Some(secret.token());
         let (code, _, _) = send(request(&url, method, target, good), false).await;
