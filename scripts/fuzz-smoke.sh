@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Short run of every fuzz target (default 20 s each, FUZZ_SECONDS to change), one at a time,
-# starting from the committed corpus. New inputs go to a scratch directory, so the committed
+# Short run of every fuzz target (default 20 s each, FUZZ_SECONDS to change), FUZZ_JOBS at a
+# time (default 2: a fuzzer is one process on one core), starting from the committed corpus. New inputs go to a scratch directory, so the committed
 # corpus is not touched; a crash fails the script and leaves its input in fuzz/artifacts/.
 #
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz --locked`). Without
@@ -26,17 +26,23 @@ cargo +nightly fuzz --version >/dev/null 2>&1 || skip "no cargo-fuzz (cargo inst
 cargo +nightly fuzz build -O
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-for target in $(cargo +nightly fuzz list); do
-  echo "== $target (${seconds}s)"
+export scratch seconds
+# One target's run: the end of its log when it fails, its two summary lines when not.
+run_target() {
+  local target=$1 log="$scratch/$1.log"
   mkdir -p "$scratch/$target"
-  # One fuzzer process at a time, niced: the machine is shared.
-  log="$scratch/$target.log"
+  # Niced: the machine is shared.
   if ! nice -n 10 cargo +nightly fuzz run -O "$target" "$scratch/$target" "corpus/$target" -- \
     -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz-smoke: $target FAILED (its input is in fuzz/artifacts/$target/)" >&2
-    exit 1
+    return 1
   fi
-  grep -E '^(Done|stat::number_of_executed_units)' "$log" || true
-done
+  echo "== $target (${seconds}s): $(grep -E '^(Done|stat::number_of_executed_units)' "$log" | tr '\n' ' ')"
+}
+export -f run_target
+if ! cargo +nightly fuzz list | xargs -P "${FUZZ_JOBS:-2}" -I{} bash -c 'run_target "$1"' _ {}; then
+  echo "fuzz-smoke: a target failed (above)" >&2
+  exit 1
+fi
 echo "fuzz-smoke: every target ran ${seconds}s without a crash"
