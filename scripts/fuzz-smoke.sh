@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Short run of every fuzz target (default 20 s each, FUZZ_SECONDS to change), FUZZ_JOBS at a
-# time (default 2: a fuzzer is one process on one core), starting from the committed corpus. New inputs go to a scratch directory, so the committed
-# corpus is not touched; a crash fails the script and leaves its input in fuzz/artifacts/.
+# time (default 2: a fuzzer is one process on one core), starting from the committed corpus.
+# New inputs go to a scratch directory, so the committed corpus is not touched; a crash fails
+# the script and leaves its input in fuzz/artifacts/.
 #
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz --locked`). Without
 # them it skips, loudly, with status 0: the stable part of fuzzing (every committed corpus file

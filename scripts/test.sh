@@ -36,21 +36,23 @@ step "cargo test: the real-chain suites beside the rest, then the time-bounded s
 # 300 ms of quiet run last, alone on the machine. Every other test target of the workspace,
 # a new one included, runs in the first lane. Each lane selects the whole workspace and
 # picks targets, so features unify as in one `cargo test --workspace` and nothing is built
-# twice (`--exclude sszgate` rebuilt 46 crates).
+# twice (`--exclude sszgate` rebuilt 46 crates). A name held by two crates (`hostile`) runs
+# where it is listed for both.
 chain_suites=(lodestar devnet verified_rpc bench_e2e bench_ssz_study snooper_xatu)
 alone_suites=(attack attack_rpc hostile snooper)
-as_test_args() { local name; for name in "$@"; do printf -- '--test\n%s\n' "$name"; done; }
-mapfile -t chain_args < <(as_test_args "${chain_suites[@]}")
-mapfile -t alone_args < <(as_test_args "${alone_suites[@]}")
-mapfile -t other_args < <(
+mapfile -t other_suites < <(
   cargo metadata --format-version 1 --no-deps --locked | python3 -c '
 import json, sys
 held = set(sys.argv[1:])
-names = {t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"]
-         if "test" in t["kind"] and t["name"] not in held}
-for name in sorted(names):
-    print("--test"); print(name)' "${chain_suites[@]}" "${alone_suites[@]}"
+print(*sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"]
+               if "test" in t["kind"] and t["name"] not in held}), sep="\n")' \
+    "${chain_suites[@]}" "${alone_suites[@]}"
 )
+# `--test NAME` for each name given, into the array named first.
+as_test_args() { local -n args=$1; shift; args=(); local name; for name; do args+=(--test "$name"); done; }
+as_test_args chain_args "${chain_suites[@]}"
+as_test_args alone_args "${alone_suites[@]}"
+as_test_args other_args "${other_suites[@]}"
 cargo test --workspace --locked --no-run
 mkdir -p target/test-lanes
 chain_log=target/test-lanes/chains.log

@@ -475,6 +475,8 @@ pub(crate) fn round_orders(targets: usize, rounds: usize) -> Vec<Vec<usize>> {
 const IDLE_SHARE: f64 = 0.01;
 /// The window over which idleness is judged.
 const IDLE_WINDOW: Duration = Duration::from_millis(20);
+/// The on-CPU nanoseconds in one [`IDLE_WINDOW`] from which a process counts as busy.
+const BUSY_NS: u64 = (IDLE_WINDOW.as_nanos() as f64 * IDLE_SHARE) as u64;
 /// The longest wait for idle processes: one that never settles (a timer's work, a collector)
 /// delays the next call by this much and no more.
 const IDLE_AT_MOST: Duration = Duration::from_secs(2);
@@ -495,7 +497,6 @@ pub(crate) async fn wait_idle(pids: &[u32]) {
 /// with counts that do not depend on how busy the machine is.
 async fn wait_until_quiet(mut read: impl FnMut() -> Vec<u64>) {
     let deadline = Instant::now() + IDLE_AT_MOST;
-    let busy_ns = (IDLE_WINDOW.as_nanos() as f64 * IDLE_SHARE) as u64;
     let mut last = read();
     while Instant::now() < deadline {
         tokio::time::sleep(IDLE_WINDOW).await;
@@ -503,7 +504,7 @@ async fn wait_until_quiet(mut read: impl FnMut() -> Vec<u64>) {
         if now
             .iter()
             .zip(&last)
-            .all(|(n, l)| n.saturating_sub(*l) < busy_ns)
+            .all(|(n, l)| n.saturating_sub(*l) < BUSY_NS)
         {
             return;
         }
@@ -1198,8 +1199,8 @@ mod tests {
     /// to the cap and no longer.
     #[test]
     fn a_busy_process_is_waited_for_up_to_the_cap_and_a_quiet_one_is_not() {
-        let busy = (IDLE_WINDOW.as_nanos() as f64 * IDLE_SHARE) as u64;
-        assert_eq!(busy, 200_000);
+        let busy = BUSY_NS;
+        assert_eq!(busy, 200_000, "1 % of a 20 ms window");
         assert_eq!(quiet_after(&[0, busy - 1]).0, 2);
         assert_eq!(quiet_after(&[0, busy, busy, busy, 0]).0, 5);
         let (reads, waited) = quiet_after(&[0, busy]);

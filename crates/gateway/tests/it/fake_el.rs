@@ -129,14 +129,11 @@ impl FakeEl {
     /// Waits until the EL has seen `count` requests (10 s at most): a test that needs a call
     /// to be in flight waits for it to arrive rather than for a guessed time.
     pub(crate) async fn wait_seen(&self, count: usize) {
-        let started = std::time::Instant::now();
-        while self.seen.lock().unwrap().len() < count {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "the EL saw {} requests in 10 s, {count} expected",
-                self.seen.lock().unwrap().len()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let arrived = crate::eventually(10, || self.seen.lock().unwrap().len() >= count).await;
+        assert!(
+            arrived,
+            "the EL saw {} requests in 10 s, {count} expected",
+            self.seen().len()
+        );
     }
 }

@@ -12,7 +12,7 @@ use http::Request;
 use http_body_util::Full;
 
 use crate::{
-    Proxy,
+    Proxy, eventually,
     fake_el::{Answer, FakeEl},
     post_json, send,
 };
@@ -481,17 +481,6 @@ async fn an_el_that_sends_its_head_and_then_nothing_gets_a_504() {
         rows,
         [(504, Some("el".into()), Some(message)), (200, None, None)]
     );
-}
-
-/// Waits (at most `secs`) for `done`, polling; false when it never came.
-async fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..secs * 20 {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    done()
 }
 
 /// The rows of `db` and their distinct `seq`s.

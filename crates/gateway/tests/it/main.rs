@@ -298,6 +298,17 @@ impl Proxy {
     }
 }
 
+/// Waits (at most `secs`) for `done`, polling; false when it never came.
+pub(crate) async fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..secs * 20 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}
+
 /// Sends one request (HTTP/1.1, or h2c when `http2`) and returns status, headers and body.
 pub(crate) async fn send(
     request: Request<Full<Bytes>>,
